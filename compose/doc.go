@@ -1,0 +1,12 @@
+// Package compose builds the fencecheck node image and brings up, drives and
+// tears down the containers of one test: a private bridge network with the
+// servers n1..nN, an optional "storage" node and the clients c1..cM.
+//
+// It talks to the Docker Engine through the Go SDK only and never runs the
+// docker command line. It knows nothing of locks, servers or faults: it
+// creates containers that run `sleep infinity`, and other packages start the
+// servers in them with Exec. It must never pull an image from a registry, and
+// every object it creates carries the labels fencecheck=1 and
+// fencecheck.test=<test id> so that List and DownAll can find what a crashed
+// run left behind.
+package compose

@@ -1,0 +1,145 @@
+// Package history is the record of a test: the events clients and the
+// nemesis produced, in real-time order, as JSON Lines (docs/history.md).
+//
+// It sits outside the design card's packages because it is the contract
+// between all of them: the harness writes it, the models check it, the
+// reports draw it and `check analyze` reads it back. It must never depend on
+// any of those packages, and it knows nothing about locks beyond the names of
+// the operations.
+package history
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+)
+
+// Type is Jepsen's op type: an invocation or one of its three completions.
+type Type string
+
+const (
+	Invoke Type = "invoke"
+	// OK means the operation certainly happened.
+	OK Type = "ok"
+	// Fail means the operation certainly did not happen.
+	Fail Type = "fail"
+	// Info means the outcome is unknown: a timeout, a crash, a lost connection.
+	Info Type = "info"
+)
+
+// Client operation names.
+const (
+	Acquire = "acquire"
+	Read    = "read"
+	Write   = "write"
+	Release = "release"
+)
+
+// ErrFenced is the error a fail carries when the storage refused a stale token.
+const ErrFenced = "fenced"
+
+// NemesisProcess is the process name of fault events.
+const NemesisProcess = -1
+
+// Event is one line of a history.
+type Event struct {
+	Index   int64  `json:"index"`
+	Time    int64  `json:"time"` // nanoseconds since the test started, monotonic
+	Process int    `json:"-"`    // client process id; NemesisProcess for faults
+	Type    Type   `json:"type"`
+	F       string `json:"f"`
+	Key     string `json:"key,omitempty"`
+	// Token is the fencing token the op carried (acquire: the one it got).
+	Token uint64 `json:"token,omitempty"`
+	// Prev is the value a write believes it replaces.
+	Prev *int64 `json:"prev,omitempty"`
+	// Value is what a read returned or a write stored.
+	Value *int64 `json:"-"`
+	// Nodes are the targets of a nemesis event.
+	Nodes []string `json:"-"`
+	Error string   `json:"error,omitempty"`
+}
+
+// IsNemesis reports whether the event belongs to the fault injector.
+func (e *Event) IsNemesis() bool { return e.Process == NemesisProcess }
+
+// wireEvent is the JSON shape: process is an integer or "nemesis", value is an
+// integer for clients and a list of node names for the nemesis.
+type wireEvent struct {
+	Index   int64           `json:"index"`
+	Time    int64           `json:"time"`
+	Process json.RawMessage `json:"process"`
+	Type    Type            `json:"type"`
+	F       string          `json:"f"`
+	Key     string          `json:"key,omitempty"`
+	Token   *uint64         `json:"token,omitempty"`
+	Prev    *int64          `json:"prev,omitempty"`
+	Value   json.RawMessage `json:"value,omitempty"`
+	Error   string          `json:"error,omitempty"`
+}
+
+// MarshalJSON writes the documented wire shape.
+func (e Event) MarshalJSON() ([]byte, error) {
+	w := wireEvent{Index: e.Index, Time: e.Time, Type: e.Type, F: e.F, Key: e.Key, Prev: e.Prev, Error: e.Error}
+	if e.IsNemesis() {
+		w.Process = json.RawMessage(`"nemesis"`)
+		if e.Nodes != nil {
+			b, err := json.Marshal(e.Nodes)
+			if err != nil {
+				return nil, err
+			}
+			w.Value = b
+		}
+	} else {
+		w.Process = json.RawMessage(strconv.Itoa(e.Process))
+		if e.Value != nil {
+			w.Value = json.RawMessage(strconv.FormatInt(*e.Value, 10))
+		}
+		if e.Token != 0 || e.F == Read || e.F == Write || (e.F == Acquire && e.Type == OK) {
+			t := e.Token
+			w.Token = &t
+		}
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the wire shape. It checks the shape of fields only;
+// Validate checks the meaning.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var w wireEvent
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	*e = Event{Index: w.Index, Time: w.Time, Type: w.Type, F: w.F, Key: w.Key, Prev: w.Prev, Error: w.Error}
+	if w.Token != nil {
+		e.Token = *w.Token
+	}
+	switch {
+	case len(w.Process) == 0:
+		return fmt.Errorf("missing field \"process\"")
+	case string(w.Process) == `"nemesis"`:
+		e.Process = NemesisProcess
+		if len(w.Value) > 0 && string(w.Value) != "null" {
+			if err := json.Unmarshal(w.Value, &e.Nodes); err != nil {
+				return fmt.Errorf("nemesis value must be a list of node names: %v", err)
+			}
+		}
+	default:
+		p, err := strconv.Atoi(string(w.Process))
+		if err != nil || p < 0 {
+			return fmt.Errorf("process must be a non-negative integer or \"nemesis\", got %s", w.Process)
+		}
+		e.Process = p
+		if len(w.Value) > 0 && string(w.Value) != "null" {
+			v, err := strconv.ParseInt(string(w.Value), 10, 64)
+			if err != nil {
+				return fmt.Errorf("value of a client op must be an integer, got %s", w.Value)
+			}
+			e.Value = &v
+		}
+	}
+	return nil
+}
+
+// Int64 returns a pointer to v, for Prev and Value.
+func Int64(v int64) *int64 { return &v }

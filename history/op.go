@@ -1,0 +1,94 @@
+package history
+
+import "math"
+
+// Op is an invocation paired with its completion.
+type Op struct {
+	Process int
+	F       string
+	Key     string
+	// Token is the token the op carried; for an ok acquire, the one it got.
+	Token uint64
+	Prev  *int64 // writes: the value the section read
+	// Value is a write's new value or an ok read's result.
+	Value *int64
+	// Type is the completion: OK, Fail or Info. An invoke the run never
+	// completed is Info.
+	Type   Type
+	Error  string
+	Call   int64 // invoke time
+	Return int64 // completion time; math.MaxInt64 when the outcome is unknown
+	// Done is when the completion was recorded, info included (for drawing);
+	// 0 when the run ended first.
+	Done int64
+	// InvokeIndex and CompleteIndex point back into the history; CompleteIndex
+	// is -1 when there was no completion.
+	InvokeIndex, CompleteIndex int64
+}
+
+// Completed reports whether the history holds the op's completion.
+func (o *Op) Completed() bool { return o.CompleteIndex >= 0 }
+
+// Fault is one nemesis interval: from the event that started it to the one
+// that ended it (End is math.MaxInt64 when the run ended first).
+type Fault struct {
+	F          string
+	Nodes      []string
+	Start, End int64
+	Error      string
+}
+
+// Pair turns client events into ops in invocation order and nemesis events
+// into fault intervals. It expects a validated history.
+func Pair(events []Event) (ops []Op, faults []Fault) {
+	pending := map[int]int{} // process -> index into ops
+	openFault := map[string]int{}
+	for _, e := range events {
+		if e.IsNemesis() {
+			switch e.Type {
+			case Invoke:
+				faults = append(faults, Fault{F: e.F, Nodes: e.Nodes, Start: e.Time, End: math.MaxInt64})
+				openFault[e.F] = len(faults) - 1
+			default:
+				if i, ok := openFault[e.F]; ok {
+					faults[i].End = e.Time
+					if e.Nodes != nil {
+						faults[i].Nodes = e.Nodes
+					}
+					faults[i].Error = e.Error
+					delete(openFault, e.F)
+				} else {
+					faults = append(faults, Fault{F: e.F, Nodes: e.Nodes, Start: e.Time, End: e.Time, Error: e.Error})
+				}
+			}
+			continue
+		}
+		if e.Type == Invoke {
+			ops = append(ops, Op{Process: e.Process, F: e.F, Key: e.Key, Token: e.Token, Prev: e.Prev, Value: e.Value,
+				Type: Info, Call: e.Time, Return: math.MaxInt64, InvokeIndex: e.Index, CompleteIndex: -1})
+			pending[e.Process] = len(ops) - 1
+			continue
+		}
+		i, ok := pending[e.Process]
+		if !ok {
+			continue
+		}
+		delete(pending, e.Process)
+		o := &ops[i]
+		o.Type = e.Type
+		o.Error = e.Error
+		o.CompleteIndex = e.Index
+		o.Return = e.Time
+		o.Done = e.Time
+		if e.Type == Info {
+			o.Return = math.MaxInt64
+		}
+		if e.F == Acquire && e.Type == OK {
+			o.Token = e.Token
+		}
+		if e.F == Read && e.Type == OK {
+			o.Value = e.Value
+		}
+	}
+	return ops, faults
+}

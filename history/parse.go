@@ -1,0 +1,163 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// ParseError names the line of a history that is not what docs/history.md
+// promises, and why.
+type ParseError struct {
+	Line int
+	Msg  string
+}
+
+func (e *ParseError) Error() string { return fmt.Sprintf("line %d: %s", e.Line, e.Msg) }
+
+// maxLine bounds one event's line; real events are under 300 bytes.
+const maxLine = 1 << 20
+
+var clientFs = map[string]bool{Acquire: true, Read: true, Write: true, Release: true}
+
+// Parse reads and validates a whole history. It rejects, with the line
+// number: malformed JSON (a truncated last line included), unknown types or
+// client fs, a completion without its invoke, an invoke while the process
+// has one pending or after it ended in info, indexes that are not strictly
+// increasing, and times that go backwards.
+func Parse(r io.Reader) ([]Event, error) {
+	var events []Event
+	err := Scan(r, func(e Event) error {
+		events = append(events, e)
+		return nil
+	})
+	return events, err
+}
+
+// ParseFile is Parse on a file.
+func ParseFile(path string) ([]Event, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Parse(f)
+}
+
+// Scan validates a history like Parse and hands each event to fn as it
+// goes, so a caller can stream a large history.
+func Scan(r io.Reader, fn func(Event) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	v := NewValidator()
+	line := 0
+	for sc.Scan() {
+		line++
+		b := bytes.TrimSpace(sc.Bytes())
+		if len(b) == 0 {
+			continue
+		}
+		var e Event
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			msg := err.Error()
+			var se *json.SyntaxError
+			if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+				msg = "not a complete JSON object (truncated or malformed): " + msg
+			}
+			return &ParseError{line, msg}
+		}
+		if err := v.Check(e); err != nil {
+			return &ParseError{line, err.Error()}
+		}
+		if err := fn(e); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return &ParseError{line + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
+		}
+		return err
+	}
+	return nil
+}
+
+// Validator checks that a stream of events keeps the history's rules. The
+// harness and the agent protocol use it too, so every reader agrees.
+type Validator struct {
+	lastIndex int64
+	lastTime  int64
+	first     bool
+	pending   map[int]Event
+	retired   map[int]bool
+}
+
+// NewValidator starts an empty history.
+func NewValidator() *Validator {
+	return &Validator{first: true, pending: map[int]Event{}, retired: map[int]bool{}}
+}
+
+// Check accepts e or says which rule it breaks.
+func (v *Validator) Check(e Event) error {
+	if !v.first {
+		if e.Index <= v.lastIndex {
+			return fmt.Errorf("index %d is not greater than the previous index %d (duplicate or out of order)", e.Index, v.lastIndex)
+		}
+		if e.Time < v.lastTime {
+			return fmt.Errorf("time %d goes backwards (previous event at %d)", e.Time, v.lastTime)
+		}
+	}
+	if e.Index < 0 || e.Time < 0 {
+		return fmt.Errorf("index and time must not be negative")
+	}
+	switch e.Type {
+	case Invoke, OK, Fail, Info:
+	default:
+		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", e.Type)
+	}
+	if e.F == "" {
+		return fmt.Errorf("missing field \"f\"")
+	}
+	if !e.IsNemesis() {
+		if !clientFs[e.F] {
+			return fmt.Errorf("unknown f %q for a client (want acquire, read, write or release)", e.F)
+		}
+		if e.Key == "" {
+			return fmt.Errorf("client op %s has no key", e.F)
+		}
+		if e.F == Write && e.Type == Invoke && (e.Prev == nil || e.Value == nil) {
+			return fmt.Errorf("write invoke needs prev and value")
+		}
+		if e.Type == Invoke {
+			if v.retired[e.Process] {
+				return fmt.Errorf("process %d invokes after its op ended in info (it must take a new process id)", e.Process)
+			}
+			if p, ok := v.pending[e.Process]; ok {
+				return fmt.Errorf("process %d invokes %s while its %s (index %d) is still pending", e.Process, e.F, p.F, p.Index)
+			}
+			v.pending[e.Process] = e
+		} else {
+			p, ok := v.pending[e.Process]
+			if !ok {
+				return fmt.Errorf("%s completion of %s by process %d has no pending invoke", e.Type, e.F, e.Process)
+			}
+			if p.F != e.F || p.Key != e.Key {
+				return fmt.Errorf("completion %s %s on %q does not match the pending invoke %s on %q (index %d)", e.Type, e.F, e.Key, p.F, p.Key, p.Index)
+			}
+			delete(v.pending, e.Process)
+			if e.Type == Info {
+				v.retired[e.Process] = true
+			}
+		}
+	}
+	v.first = false
+	v.lastIndex = e.Index
+	v.lastTime = e.Time
+	return nil
+}

@@ -1,0 +1,107 @@
+package history
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Recorder stamps events with one monotonic clock and streams them to a
+// writer as they happen, so a crash or an interrupt loses nothing that was
+// recorded. It keeps no events in memory: the history lives on disk.
+type Recorder struct {
+	mu        sync.Mutex
+	start     time.Time
+	out       *bufio.Writer
+	sink      io.Writer
+	next      int64
+	err       error
+	observers []func(Event)
+	counts    Counts
+}
+
+// Counts tallies completions by type, for live progress.
+type Counts struct {
+	Invokes, OK, Fail, Info int64
+}
+
+// NewRecorder starts the test's clock now and writes to w.
+func NewRecorder(w io.Writer) *Recorder {
+	return &Recorder{start: time.Now(), out: bufio.NewWriterSize(w, 64<<10), sink: w}
+}
+
+// Now is the test's monotonic time in nanoseconds.
+func (r *Recorder) Now() int64 { return int64(time.Since(r.start)) }
+
+// Start is the wall-clock instant the test's time zero stands for.
+func (r *Recorder) Start() time.Time { return r.start }
+
+// Observe registers a function called, under the recorder's lock and in
+// order, with every event recorded. It must not block or record.
+func (r *Recorder) Observe(f func(Event)) {
+	r.mu.Lock()
+	r.observers = append(r.observers, f)
+	r.mu.Unlock()
+}
+
+// Record stamps e with the next index and the current time, writes and
+// flushes it, and returns it. The first write error is kept and returned by
+// Err and Close; recording goes on in memory-free mode so the test finishes.
+func (r *Recorder) Record(e Event) Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e.Index = r.next
+	r.next++
+	e.Time = r.Now()
+	switch e.Type {
+	case Invoke:
+		r.counts.Invokes++
+	case OK:
+		r.counts.OK++
+	case Fail:
+		r.counts.Fail++
+	case Info:
+		r.counts.Info++
+	}
+	if r.err == nil {
+		b, err := json.Marshal(e)
+		if err == nil {
+			b = append(b, '\n')
+			_, err = r.out.Write(b)
+		}
+		if err == nil {
+			err = r.out.Flush()
+		}
+		if err != nil {
+			r.err = fmt.Errorf("writing the history: %w", err)
+		}
+	}
+	for _, f := range r.observers {
+		f(e)
+	}
+	return e
+}
+
+// Counts returns the completions so far.
+func (r *Recorder) Counts() Counts {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.counts
+}
+
+// Len is the number of events recorded.
+func (r *Recorder) Len() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.next
+}
+
+// Err is the first error writing the history, if any.
+func (r *Recorder) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}

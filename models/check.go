@@ -1,0 +1,244 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// Verdict is the outcome of a check, as Jepsen reports it.
+type Verdict string
+
+const (
+	Valid   Verdict = "valid"
+	Invalid Verdict = "invalid"
+	// Unknown: the check did not finish (timeout, interrupt) or there was
+	// nothing to check. Never read it as valid.
+	Unknown Verdict = "unknown"
+)
+
+// KeyResult is the verdict on one lock key and its resource.
+type KeyResult struct {
+	Key     string  `json:"key"`
+	Verdict Verdict `json:"verdict"`
+	// Ops counts the ops the search had to place (see Relevant).
+	Ops int `json:"ops"`
+	// Explanation says in one sentence what went wrong, when it did.
+	Explanation string `json:"explanation,omitempty"`
+	// Culprits are the history indexes (of the invokes) of the ops that
+	// cannot be linearized, and of the op they conflict with.
+	Culprits []int64 `json:"culprits,omitempty"`
+	// CheckMillis is how long the search took.
+	CheckMillis int64 `json:"check_ms"`
+
+	info  *porcupine.LinearizationInfo
+	model porcupine.Model
+}
+
+// Visualize writes porcupine's own visualization of this key, if the
+// search kept the data for it.
+func (k *KeyResult) Visualize(w interface{ Write([]byte) (int, error) }, faults []history.Fault) error {
+	if k.info == nil {
+		return fmt.Errorf("no linearization data kept for key %q", k.Key)
+	}
+	k.info.AddAnnotations(Annotations(faults))
+	return porcupine.Visualize(k.model, *k.info, w)
+}
+
+// CanVisualize reports whether Visualize has data.
+func (k *KeyResult) CanVisualize() bool { return k.info != nil }
+
+// Result is the verdict on a whole history.
+type Result struct {
+	Verdict     Verdict     `json:"verdict"`
+	Keys        []KeyResult `json:"keys"`
+	Explanation string      `json:"explanation,omitempty"`
+}
+
+// Options tune a check.
+type Options struct {
+	// Timeout bounds the whole search; 0 means none. Keys still unsearched
+	// when it runs out are unknown.
+	Timeout time.Duration
+	// VisualizeMaxOps: keys with more ops than this keep no data for
+	// porcupine's visualization (it would be too large to open). 0: 20,000.
+	VisualizeMaxOps int
+	// Workers searching keys in parallel; 0: GOMAXPROCS.
+	Workers int
+}
+
+// Check searches every key's ops for a linearization against the fenced
+// storage model. It is pure: it reads ops and returns a result.
+func Check(ctx context.Context, ops []history.Op, opts Options) Result {
+	if opts.VisualizeMaxOps == 0 {
+		opts.VisualizeMaxOps = 20000
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
+		defer cancel()
+	}
+	byKey := map[string][]porcupine.Operation{}
+	var keys []string
+	storageOps := 0
+	for i := range ops {
+		o := &ops[i]
+		if _, seen := byKey[o.Key]; !seen {
+			keys = append(keys, o.Key)
+			byKey[o.Key] = nil
+		}
+		if !Relevant(o) {
+			continue
+		}
+		if o.F != history.Acquire {
+			storageOps++
+		}
+		byKey[o.Key] = append(byKey[o.Key], porcupine.Operation{
+			ClientId: o.Process, Input: o, Output: o, Call: o.Call, Return: o.Return,
+		})
+	}
+	sort.Strings(keys)
+	res := Result{Keys: make([]KeyResult, len(keys))}
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < opts.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				res.Keys[i] = checkKey(ctx, keys[i], byKey[keys[i]], opts)
+			}
+		}()
+	}
+	for i := range keys {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	res.Verdict = Valid
+	for _, k := range res.Keys {
+		switch {
+		case k.Verdict == Invalid:
+			res.Verdict = Invalid
+		case k.Verdict == Unknown && res.Verdict == Valid:
+			res.Verdict = Unknown
+		}
+	}
+	switch res.Verdict {
+	case Invalid:
+		n := 0
+		for _, k := range res.Keys {
+			if k.Verdict == Invalid {
+				if n == 0 {
+					res.Explanation = k.Explanation
+				}
+				n++
+			}
+		}
+		if n > 1 {
+			res.Explanation += fmt.Sprintf(" (and %d more keys invalid)", n-1)
+		}
+	case Unknown:
+		res.Explanation = "the check did not finish for every key"
+		for _, k := range res.Keys {
+			if k.Verdict == Unknown && k.Explanation != "" {
+				res.Explanation = k.Explanation
+				break
+			}
+		}
+	case Valid:
+		if storageOps == 0 {
+			res.Verdict = Unknown
+			res.Explanation = "nothing to check: no read or write reached the storage"
+		}
+	}
+	return res
+}
+
+// Annotations turns fault intervals into porcupine annotations.
+func Annotations(faults []history.Fault) []porcupine.Annotation {
+	var out []porcupine.Annotation
+	for _, f := range faults {
+		end := f.End
+		if end == 1<<63-1 {
+			end = f.Start
+		}
+		out = append(out, porcupine.Annotation{
+			Tag: "nemesis", Start: f.Start, End: end,
+			Description: fmt.Sprintf("%s %v", f.F, f.Nodes), Details: f.Error,
+			BackgroundColor: "#fde2c8",
+		})
+	}
+	return out
+}
+
+func checkKey(ctx context.Context, key string, ops []porcupine.Operation, opts Options) KeyResult {
+	kr := KeyResult{Key: key, Ops: len(ops), model: FencedStorage()}
+	if err := ctx.Err(); err != nil {
+		kr.Verdict = Unknown
+		kr.Explanation = fmt.Sprintf("key %s was not checked: %v", key, err)
+		return kr
+	}
+	start := time.Now()
+	deadline, hasDeadline := ctx.Deadline()
+	var timeout time.Duration
+	if hasDeadline {
+		timeout = time.Until(deadline)
+		if timeout <= 0 {
+			kr.Verdict = Unknown
+			kr.Explanation = fmt.Sprintf("key %s was not checked: the check timed out", key)
+			return kr
+		}
+	}
+	verbose := len(ops) <= opts.VisualizeMaxOps
+	var r porcupine.CheckResult
+	var info porcupine.LinearizationInfo
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if verbose {
+			r, info = porcupine.CheckOperationsVerbose(kr.model, ops, timeout)
+		} else {
+			r = porcupine.CheckOperationsTimeout(kr.model, ops, timeout)
+		}
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// An interrupt: porcupine stops at its own timeout; do not wait.
+		kr.Verdict = Unknown
+		kr.Explanation = fmt.Sprintf("key %s: the check was interrupted", key)
+		kr.CheckMillis = time.Since(start).Milliseconds()
+		return kr
+	}
+	kr.CheckMillis = time.Since(start).Milliseconds()
+	switch r {
+	case porcupine.Ok:
+		kr.Verdict = Valid
+	case porcupine.Unknown:
+		kr.Verdict = Unknown
+		kr.Explanation = fmt.Sprintf("key %s: the search timed out after %s with %d ops", key, time.Since(start).Round(time.Millisecond), len(ops))
+	case porcupine.Illegal:
+		kr.Verdict = Invalid
+		if verbose {
+			kr.Explanation, kr.Culprits = Explain(ops, info, kr.model)
+		} else {
+			kr.Explanation = fmt.Sprintf("key %s: no order of its %d ops is consistent with fenced storage (too many ops to name the culprit)", key, len(ops))
+		}
+	}
+	if verbose {
+		kr.info = &info
+	}
+	return kr
+}
