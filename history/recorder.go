@@ -23,7 +23,8 @@ type Recorder struct {
 	counts    Counts
 }
 
-// Counts tallies completions by type, for live progress.
+// Counts tallies client invocations and completions by type, for live
+// progress; nemesis events are not counted.
 type Counts struct {
 	Invokes, OK, Fail, Info int64
 }
@@ -56,14 +57,15 @@ func (r *Recorder) Record(e Event) Event {
 	e.Index = r.next
 	r.next++
 	e.Time = r.Now()
-	switch e.Type {
-	case Invoke:
+	switch {
+	case e.IsNemesis():
+	case e.Type == Invoke:
 		r.counts.Invokes++
-	case OK:
+	case e.Type == OK:
 		r.counts.OK++
-	case Fail:
+	case e.Type == Fail:
 		r.counts.Fail++
-	case Info:
+	case e.Type == Info:
 		r.counts.Info++
 	}
 	if r.err == nil {

@@ -1,0 +1,76 @@
+// Package backends defines what a lock service and its protected resource
+// offer the harness: a Client that a single logical process drives through
+// acquire → read → write → release, and the rules that turn a client's
+// errors into Jepsen's ok / fail / info honestly. Each lock service is one
+// package below this one; none of them knows about histories or faults.
+package backends
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// Client is one process's view of a lock service and the storage it guards.
+// A Client is used by one goroutine at a time; its methods block.
+//
+// Errors decide the op's outcome: nil is ok; ErrFenced or any error wrapped
+// by Definite is fail (it certainly did not happen); anything else is info
+// (the outcome is unknown), after which the harness retires the process and
+// opens a fresh Client.
+type Client interface {
+	// Acquire blocks until the lock on key is held and returns its fencing
+	// token (0 when the recipe has none).
+	Acquire(ctx context.Context, key string) (token uint64, err error)
+	// Read returns the resource's value, presenting token to the storage.
+	Read(ctx context.Context, key string, token uint64) (int64, error)
+	// Write stores value, presenting token; prev is what the section read
+	// (for the history: storage writes are blind).
+	Write(ctx context.Context, key string, token uint64, prev, value int64) error
+	// Release gives up the lock on key.
+	Release(ctx context.Context, key string) error
+	// Close ends the client's sessions.
+	Close() error
+}
+
+// ErrFenced is the storage refusing a stale token.
+var ErrFenced = errors.New(history.ErrFenced)
+
+// ErrLeaseLost is a client that knows its lease is gone and so does not
+// send the op at all.
+var ErrLeaseLost = Definite(errors.New("lease-lost"))
+
+// definite marks an error whose op certainly did not take effect.
+type definite struct{ err error }
+
+func (d definite) Error() string { return d.err.Error() }
+func (d definite) Unwrap() error { return d.err }
+
+// Definite marks err as a certain failure: the op did not take effect.
+func Definite(err error) error {
+	if err == nil {
+		return nil
+	}
+	return definite{err}
+}
+
+// Definitef is Definite(fmt.Errorf(...)).
+func Definitef(format string, args ...any) error { return definite{fmt.Errorf(format, args...)} }
+
+// Outcome maps a client's error to the op's completion type and the error
+// text the history records.
+func Outcome(err error) (history.Type, string) {
+	if err == nil {
+		return history.OK, ""
+	}
+	if errors.Is(err, ErrFenced) {
+		return history.Fail, history.ErrFenced
+	}
+	var d definite
+	if errors.As(err, &d) {
+		return history.Fail, err.Error()
+	}
+	return history.Info, err.Error()
+}

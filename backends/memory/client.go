@@ -1,0 +1,159 @@
+package memory
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+)
+
+// Locks is the lease service as a client sees it: the in-process Service
+// or the same service across the network (lockd).
+type Locks interface {
+	Acquire(ctx context.Context, key string) (uint64, error)
+	Renew(ctx context.Context, key string, token uint64) error
+	Release(ctx context.Context, key string, token uint64) error
+}
+
+// lease is one held lock and its keepalive.
+type lease struct {
+	token uint64
+	mu    sync.Mutex
+	lost  bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func (l *lease) isLost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// Client is the lease recipe: acquire, keep the lease alive every TTL/3,
+// and refuse to touch the storage once the keepalive has learnt the lease
+// is gone. That last check is what most lease-lock users rely on; the
+// tests show it is not enough, because a pause can fall between the check
+// and the write.
+type Client struct {
+	locks   Locks
+	storage fenced.Storage
+	ttl     time.Duration
+	gate    *Gate
+
+	mu   sync.Mutex
+	held map[string]*lease
+}
+
+// NewClient makes a client of locks and storage whose whole activity stops
+// while gate is frozen. A nil gate is never frozen.
+func NewClient(locks Locks, storage fenced.Storage, ttl time.Duration, gate *Gate) *Client {
+	if gate == nil {
+		gate = &Gate{}
+	}
+	return &Client{locks: locks, storage: storage, ttl: ttl, gate: gate, held: map[string]*lease{}}
+}
+
+// Gate is the client's freezer.
+func (c *Client) Gate() *Gate { return c.gate }
+
+func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
+	c.gate.Wait()
+	token, err := c.locks.Acquire(ctx, key)
+	c.gate.Wait()
+	if err != nil {
+		return 0, err
+	}
+	l := &lease{token: token, stop: make(chan struct{}), done: make(chan struct{})}
+	c.mu.Lock()
+	c.held[key] = l
+	c.mu.Unlock()
+	go c.keepalive(key, l)
+	return token, nil
+}
+
+func (c *Client) keepalive(key string, l *lease) {
+	defer close(l.done)
+	t := time.NewTicker(c.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		c.gate.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
+		err := c.locks.Renew(ctx, key, l.token)
+		cancel()
+		c.gate.Wait()
+		if err == ErrNotHolder {
+			l.mu.Lock()
+			l.lost = true
+			l.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *Client) current(key string, token uint64) error {
+	c.mu.Lock()
+	l := c.held[key]
+	c.mu.Unlock()
+	if l == nil || l.token != token || l.isLost() {
+		return backends.ErrLeaseLost
+	}
+	return nil
+}
+
+func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	c.gate.Wait()
+	if err := c.current(key, token); err != nil {
+		return 0, err
+	}
+	v, err := c.storage.Read(ctx, key, token)
+	c.gate.Wait()
+	return v, err
+}
+
+func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
+	c.gate.Wait()
+	if err := c.current(key, token); err != nil {
+		return err
+	}
+	err := c.storage.Write(ctx, key, token, value)
+	c.gate.Wait()
+	return err
+}
+
+func (c *Client) Release(ctx context.Context, key string) error {
+	c.gate.Wait()
+	c.mu.Lock()
+	l := c.held[key]
+	delete(c.held, key)
+	c.mu.Unlock()
+	if l == nil {
+		return backends.Definitef("release of %s without holding it", key)
+	}
+	close(l.stop)
+	<-l.done
+	err := c.locks.Release(ctx, key, l.token)
+	c.gate.Wait()
+	if err == ErrNotHolder {
+		return backends.Definite(err)
+	}
+	return err
+}
+
+// Close stops every keepalive; leases left behind expire on their own.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, l := range c.held {
+		close(l.stop)
+		delete(c.held, k)
+	}
+	return nil
+}

@@ -1,0 +1,82 @@
+// Command check tests whether a distributed lock is actually safe: it runs
+// clients through lock → read → write → release against a real lock
+// service while injecting faults, records every op, and checks the history
+// against a model of correctly fenced storage. This package only parses
+// flags and calls the harness; it holds no logic of its own.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{harness.ExitUsage, fmt.Errorf(format, args...)}
+}
+
+func main() {
+	root := newRootCmd()
+	err := root.Execute()
+	if err == nil {
+		return
+	}
+	code := harness.ExitUsage // cobra's own errors are bad arguments
+	var ee *exitError
+	var ue *harness.UsageError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.code
+		err = ee.err
+	case errors.As(err, &ue):
+		code = harness.ExitUsage
+	}
+	if err != nil && err.Error() != "" {
+		fmt.Fprintf(os.Stderr, "check: %v\n", err)
+	}
+	if code == harness.ExitUsage && !strings.Contains(err.Error(), "--help") {
+		fmt.Fprintln(os.Stderr, "(run check --help for every flag and its accepted values)")
+	}
+	os.Exit(code)
+}
+
+// signals turns the first SIGINT/SIGTERM into Stop and the second into
+// Abort, and prints what each does.
+func signals() (harness.Signals, func()) {
+	stop, cancelStop := context.WithCancel(context.Background())
+	abort, cancelAbort := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		n := 0
+		for s := range ch {
+			n++
+			if n == 1 {
+				fmt.Fprintf(os.Stderr, "\ncheck: %v: stopping the workload, healing every fault, then checking what was recorded (again to skip the check)\n", s)
+				cancelStop()
+			} else {
+				fmt.Fprintf(os.Stderr, "\ncheck: %v: skipping the check; the verdict will be unknown\n", s)
+				cancelAbort()
+			}
+		}
+	}()
+	return harness.Signals{Stop: stop, Abort: abort}, func() {
+		signal.Stop(ch)
+		cancelStop()
+		cancelAbort()
+	}
+}

@@ -1,0 +1,302 @@
+package compose
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"sort"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+)
+
+// Cluster is the running containers of one test.
+type Cluster struct {
+	TestID  string
+	Network string  // the network's name, fc-<test id>
+	Nodes   []*Node // n1..nN, storage, c1..cM
+
+	cli *client.Client
+}
+
+// Node is one container of a cluster.
+type Node struct {
+	Name        string // n1, storage, c1: also its hostname and DNS name
+	ContainerID string
+	IP          string // on the cluster's network
+	Role        string // RoleServer, RoleStorage or RoleClient
+}
+
+// Up creates the network and the containers of spec and starts them. The
+// containers only run `sleep infinity`; nothing is started in them. On
+// failure Up removes what it created and leaves everything else alone.
+func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	var binary []byte
+	if spec.Binary != "" {
+		b, err := os.ReadFile(spec.Binary)
+		if err != nil {
+			return nil, fmt.Errorf("test %s: reading the binary for %s: %w", spec.TestID, BinaryPath, err)
+		}
+		binary = b
+	}
+	exists, err := imageExists(ctx, cli, spec.Image)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		return nil, missingImageError(spec.Image)
+	}
+	configs := ContainerConfigs(spec)
+	if err := checkNamesFree(ctx, cli, spec.TestID, configs); err != nil {
+		return nil, err
+	}
+
+	c := &Cluster{TestID: spec.TestID, Network: NetworkName(spec.TestID), cli: cli}
+	var (
+		netID string
+		mu    sync.Mutex
+		ids   []string // every container created, for the cleanup
+	)
+	success := false
+	defer func() {
+		if success {
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		for _, id := range ids {
+			removeContainer(cctx, cli, id)
+		}
+		if netID != "" {
+			cli.NetworkRemove(cctx, netID)
+		}
+	}()
+
+	resp, err := cli.NetworkCreate(ctx, c.Network, NetworkOptions(spec.TestID))
+	if err != nil {
+		if cerrdefs.IsConflict(err) {
+			return nil, nameTakenError("network", c.Network, spec.TestID, false)
+		}
+		return nil, fmt.Errorf("test %s: creating network %s: %w", spec.TestID, c.Network, daemonError(cli.DaemonHost(), err))
+	}
+	netID = resp.ID
+
+	c.Nodes = make([]*Node, len(configs))
+	errs := make([]error, len(configs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4) // the daemon serialises much of this anyway
+	for i, cfg := range configs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			id, err := createNode(ctx, cli, cfg, binary)
+			if id != "" {
+				mu.Lock()
+				ids = append(ids, id)
+				mu.Unlock()
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			c.Nodes[i] = &Node{Name: cfg.Node, ContainerID: id, Role: cfg.Role}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
+	}
+	for _, n := range c.Nodes {
+		if err := c.waitRunning(ctx, n); err != nil {
+			return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
+		}
+	}
+	success = true
+	return c, nil
+}
+
+// createNode creates and starts one container, copying the binary into it
+// before it starts. It returns the container's id as soon as there is one.
+func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig, binary []byte) (string, error) {
+	resp, err := cli.ContainerCreate(ctx, cfg.Config, cfg.HostConfig, cfg.Networking, nil, cfg.Name)
+	if err != nil {
+		switch {
+		case cerrdefs.IsConflict(err):
+			return "", nameTakenError("container", cfg.Name, cfg.Config.Labels[LabelTest], false)
+		case cerrdefs.IsNotFound(err):
+			return "", missingImageError(cfg.Config.Image)
+		}
+		return "", fmt.Errorf("creating %s: %w", cfg.Name, daemonError(cli.DaemonHost(), err))
+	}
+	if binary != nil {
+		dir, file := path.Split(BinaryPath)
+		tarball, err := singleFileTar(file, binary, 0o755)
+		if err != nil {
+			return resp.ID, err
+		}
+		if err := cli.CopyToContainer(ctx, resp.ID, dir, bytes.NewReader(tarball), container.CopyToContainerOptions{}); err != nil {
+			return resp.ID, fmt.Errorf("copying the binary into %s: %w", cfg.Name, err)
+		}
+	}
+	if err := cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
+		return resp.ID, fmt.Errorf("starting %s: %w", cfg.Name, daemonError(cli.DaemonHost(), err))
+	}
+	return resp.ID, nil
+}
+
+// waitRunning waits until the node's container runs and has its address on
+// the cluster network, and records the address.
+func (c *Cluster) waitRunning(ctx context.Context, n *Node) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		info, err := c.cli.ContainerInspect(ctx, n.ContainerID)
+		if err != nil {
+			return fmt.Errorf("inspecting %s: %w", n.Name, err)
+		}
+		if info.State != nil && !info.State.Running && info.State.Status == "exited" {
+			return fmt.Errorf("node %s exited with code %d right after starting: %s", n.Name, info.State.ExitCode, info.State.Error)
+		}
+		if info.State != nil && info.State.Running && info.NetworkSettings != nil {
+			if ep := info.NetworkSettings.Networks[c.Network]; ep != nil && ep.IPAddress != "" {
+				n.IP = ep.IPAddress
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s is not running with an address on %s after 30s", n.Name, c.Network)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// checkNamesFree fails with a clear error when the test's network or one of
+// its container names already exists.
+func checkNamesFree(ctx context.Context, cli *client.Client, testID string, configs []ContainerConfig) error {
+	nets, err := cli.NetworkList(ctx, networkListByName(NetworkName(testID)))
+	if err != nil {
+		return daemonError(cli.DaemonHost(), err)
+	}
+	for _, n := range nets {
+		if n.Name == NetworkName(testID) {
+			return nameTakenError("network", n.Name, testID, n.Labels[LabelFencecheck] == "1")
+		}
+	}
+	for _, cfg := range configs {
+		info, err := cli.ContainerInspect(ctx, cfg.Name)
+		switch {
+		case err == nil:
+			return nameTakenError("container", cfg.Name, testID, info.Config != nil && info.Config.Labels[LabelFencecheck] == "1")
+		case cerrdefs.IsNotFound(err):
+		default:
+			return daemonError(cli.DaemonHost(), err)
+		}
+	}
+	return nil
+}
+
+func nameTakenError(kind, name, testID string, ours bool) error {
+	if ours {
+		return fmt.Errorf("name already taken: %s %s exists, left over from an earlier run of test %q; remove its leftovers first (DownAll for test %q)",
+			kind, name, testID, testID)
+	}
+	return fmt.Errorf("name already taken: %s %s exists; remove it or choose another test id", kind, name)
+}
+
+func missingImageError(image string) error {
+	return fmt.Errorf("image %s is not on the Docker daemon: run `check image build`", image)
+}
+
+// Node returns the node with the given name.
+func (c *Cluster) Node(name string) (*Node, error) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("test %s has no node %q", c.TestID, name)
+}
+
+// Down removes the cluster's containers (paused ones too), its network and
+// any volume labelled with its test id. It is idempotent.
+func (c *Cluster) Down(ctx context.Context) error {
+	var ids []string
+	for _, n := range c.Nodes {
+		if n != nil {
+			ids = append(ids, n.ContainerID)
+		}
+	}
+	return removeObjects(ctx, c.cli, c.TestID, ids)
+}
+
+func singleFileTar(name string, data []byte, mode int64) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(&tar.Header{
+		Name:     name,
+		Mode:     mode,
+		Size:     int64(len(data)),
+		ModTime:  time.Now(),
+		Typeflag: tar.TypeReg,
+		Format:   tar.FormatPAX,
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Attach finds the running cluster of a test from its labels, for a process
+// other than the one that brought it up (to exec into it, collect its logs
+// or take it down).
+func Attach(ctx context.Context, cli *client.Client, testID string) (*Cluster, error) {
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: labelFilter(testID)})
+	if err != nil {
+		return nil, daemonError(cli.DaemonHost(), err)
+	}
+	if testID == "" || len(cs) == 0 {
+		return nil, fmt.Errorf("no containers of test %q", testID)
+	}
+	c := &Cluster{TestID: testID, Network: NetworkName(testID), cli: cli}
+	for _, s := range cs {
+		n := &Node{Name: s.Labels[LabelNode], ContainerID: s.ID, Role: s.Labels[LabelRole]}
+		if s.NetworkSettings != nil {
+			if ep := s.NetworkSettings.Networks[c.Network]; ep != nil {
+				n.IP = ep.IPAddress
+			}
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	rank := map[string]int{RoleServer: 0, RoleStorage: 1, RoleClient: 2}
+	sort.Slice(c.Nodes, func(i, j int) bool {
+		a, b := c.Nodes[i], c.Nodes[j]
+		if rank[a.Role] != rank[b.Role] {
+			return rank[a.Role] < rank[b.Role]
+		}
+		if len(a.Name) != len(b.Name) {
+			return len(a.Name) < len(b.Name) // n2 before n10
+		}
+		return a.Name < b.Name
+	})
+	return c, nil
+}

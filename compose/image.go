@@ -1,0 +1,310 @@
+package compose
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+)
+
+// The node image's build context: the Dockerfile and the files it copies,
+// except etcd-3.6, which BuildImage compiles from etcd36Files.
+//
+//go:embed node
+var nodeContext embed.FS
+
+const (
+	// ImageRepository is the repository of the node image; its tag is the
+	// hash of the image's inputs (see ImageTag).
+	ImageRepository = "fencecheck/node"
+	// BaseImage is the image the Dockerfile starts FROM. fencecheck never
+	// pulls it: when it is missing, BuildImage makes it with debootstrap.
+	BaseImage = "debian:bookworm-slim"
+
+	etcd36Binary = "etcd-3.6"
+)
+
+// input is one named input of the node image.
+type input struct {
+	name string
+	data []byte
+}
+
+// imageInputs lists everything the image is made from: the build context
+// under node/ and the etcd 3.6 wrapper's sources under etcd36/.
+func imageInputs() []input {
+	var in []input
+	err := fs.WalkDir(nodeContext, "node", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := nodeContext.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		in = append(in, input{name: p, data: b})
+		return nil
+	})
+	if err != nil {
+		panic("compose: reading the embedded build context: " + err.Error())
+	}
+	for name, text := range etcd36Files {
+		in = append(in, input{name: "etcd36/" + name, data: []byte(text)})
+	}
+	return in
+}
+
+// inputsHash is the first 12 hex digits of a SHA-256 over the inputs in
+// name order, each framed by its name and length so that no two different
+// sets of inputs hash alike.
+func inputsHash(in []input) string {
+	sorted := append([]input(nil), in...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].name < sorted[j].name })
+	h := sha256.New()
+	var n [8]byte
+	for _, f := range sorted {
+		binary.BigEndian.PutUint64(n[:], uint64(len(f.name)))
+		h.Write(n[:])
+		h.Write([]byte(f.name))
+		binary.BigEndian.PutUint64(n[:], uint64(len(f.data)))
+		h.Write(n[:])
+		h.Write(f.data)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
+
+// ImageTag is the node image's reference, fencecheck/node:<hash of inputs>.
+// It changes whenever the Dockerfile, a file of the build context or the
+// etcd 3.6 wrapper changes; the Debian mirror and package versions it was
+// built against are not part of it.
+func ImageTag() string {
+	return ImageRepository + ":" + inputsHash(imageInputs())
+}
+
+// EnsureImage returns ImageTag at once when the daemon has that image, and
+// builds it with BuildImage otherwise.
+func EnsureImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
+	tag := ImageTag()
+	exists, err := imageExists(ctx, cli, tag)
+	if err != nil {
+		return "", err
+	}
+	if exists {
+		return tag, nil
+	}
+	return BuildImage(ctx, cli, progress)
+}
+
+// BuildImage builds the node image and tags it ImageTag, reusing the
+// daemon's cached layers where the inputs allow. It first makes the base
+// image with debootstrap if the daemon lacks it, then compiles etcd 3.6 with
+// the host's Go toolchain, then runs the Dockerfile (which installs Debian's
+// servers from the host's mirror). Progress goes to progress (may be nil).
+func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	tag := ImageTag()
+	start := time.Now()
+	mirrors := HostMirrors()
+
+	if err := EnsureBaseImage(ctx, cli, mirrors, progress); err != nil {
+		return "", err
+	}
+
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		return "", daemonError(cli.DaemonHost(), err)
+	}
+	etcd, err := buildEtcd36(ctx, ver.Arch, progress)
+	if err != nil {
+		return "", err
+	}
+
+	fmt.Fprintf(progress, "compose: building %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
+	buildStart := time.Now()
+	body, errc := buildContext(etcd)
+	archive, security := mirrors.Archive, mirrors.Security
+	resp, err := cli.ImageBuild(ctx, body, build.ImageBuildOptions{
+		Tags:        []string{tag},
+		Dockerfile:  "Dockerfile",
+		Remove:      true,
+		ForceRemove: true,
+		PullParent:  false,
+		Version:     build.BuilderV1, // BuildKit needs a session; the classic builder is enough
+		BuildArgs: map[string]*string{
+			"DEBIAN_MIRROR":          &archive,
+			"DEBIAN_SECURITY_MIRROR": &security,
+		},
+		Labels: map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")},
+	})
+	if err != nil {
+		body.Close()
+		return "", fmt.Errorf("building %s: %w", tag, daemonError(cli.DaemonHost(), err))
+	}
+	streamErr := readMessages(resp.Body, progress)
+	resp.Body.Close()
+	if err := <-errc; err != nil && streamErr == nil {
+		streamErr = fmt.Errorf("sending the build context: %w", err)
+	}
+	if streamErr != nil {
+		return "", fmt.Errorf("building %s: %w", tag, streamErr)
+	}
+
+	inspect, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		return "", fmt.Errorf("building %s: the build ended but the image is missing: %w", tag, err)
+	}
+	fmt.Fprintf(progress, "compose: built %s in %s (docker build %s), %.0f MB\n",
+		tag, time.Since(start).Round(time.Second), time.Since(buildStart).Round(time.Second), float64(inspect.Size)/1e6)
+	return tag, nil
+}
+
+func imageExists(ctx context.Context, cli *client.Client, ref string) (bool, error) {
+	_, err := cli.ImageInspect(ctx, ref)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	default:
+		return false, daemonError(cli.DaemonHost(), err)
+	}
+}
+
+// buildContext streams the tar of the build context: the embedded node/
+// files at its root and the etcd 3.6 binary. The returned channel carries
+// the writer's error once the stream ends.
+func buildContext(etcd []byte) (io.ReadCloser, <-chan error) {
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		err := writeBuildContext(pw, etcd)
+		pw.CloseWithError(err)
+		errc <- err
+	}()
+	return pr, errc
+}
+
+func writeBuildContext(w io.Writer, etcd []byte) error {
+	tw := tar.NewWriter(w)
+	add := func(name string, mode int64, data []byte) error {
+		hdr := &tar.Header{
+			Name:     name,
+			Mode:     mode,
+			Size:     int64(len(data)),
+			ModTime:  time.Unix(0, 0),
+			Typeflag: tar.TypeReg,
+			Format:   tar.FormatPAX,
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		_, err := tw.Write(data)
+		return err
+	}
+	for _, in := range imageInputs() {
+		if !strings.HasPrefix(in.name, "node/") {
+			continue
+		}
+		if err := add(strings.TrimPrefix(in.name, "node/"), 0o644, in.data); err != nil {
+			return err
+		}
+	}
+	if err := add(etcd36Binary, 0o755, etcd); err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// readMessages decodes a daemon's JSON message stream (build, import),
+// writes its text to progress and returns the first error it reports.
+func readMessages(r io.Reader, progress io.Writer) error {
+	dec := json.NewDecoder(r)
+	for {
+		var msg jsonmessage.JSONMessage
+		if err := dec.Decode(&msg); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return fmt.Errorf("reading the daemon's messages: %w", err)
+		}
+		if msg.Error != nil {
+			return errors.New(strings.TrimSpace(msg.Error.Message))
+		}
+		if msg.ErrorMessage != "" { //nolint:staticcheck // older daemons fill only this field
+			return errors.New(strings.TrimSpace(msg.ErrorMessage)) //nolint:staticcheck
+		}
+		switch {
+		case msg.Stream != "":
+			io.WriteString(progress, msg.Stream)
+		case msg.Status != "":
+			fmt.Fprintln(progress, msg.Status)
+		}
+	}
+}
+
+// buildEtcd36 compiles the etcd 3.6 wrapper (etcd36Files) with the host's Go
+// toolchain into a static binary for goarch and returns it.
+func buildEtcd36(ctx context.Context, goarch string, progress io.Writer) ([]byte, error) {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return nil, errors.New("building etcd 3.6 needs the Go toolchain, and `go` is not on PATH")
+	}
+	if goarch == "" {
+		goarch = "amd64"
+	}
+	dir, err := os.MkdirTemp("", "fencecheck-etcd36-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	for name, text := range etcd36Files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	out := filepath.Join(dir, etcd36Binary)
+	fmt.Fprintf(progress, "compose: compiling etcd 3.6 (linux/%s, CGO_ENABLED=0)\n", goarch)
+	start := time.Now()
+	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch,
+		"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
+	cmd.Stdout = progress
+	cmd.Stderr = progress
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("compiling etcd 3.6 (go build in a copy of compose/etcd36): %w", err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "compose: compiled etcd 3.6 in %s (%.0f MB)\n", time.Since(start).Round(time.Second), float64(len(b))/1e6)
+	return b, nil
+}
+
+//go:generate go test -run TestEtcd36FilesMatchModule -update .
+
+// etcd36Names are the files of the etcd 3.6 wrapper module, compose/etcd36,
+// copied into etcd36_files.go by go generate.
+var etcd36Names = []string{"go.mod", "go.sum", "main.go"}

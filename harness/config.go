@@ -1,0 +1,183 @@
+// Package harness runs a test: it sets up the system under test, drives
+// the clients through the workload while the nemesis injects faults,
+// records every operation, heals, takes the final reads and hands the
+// history to the checker and the reports. It owns time, phases and the
+// recorder; it never judges a history itself.
+package harness
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends/fenced"
+)
+
+// Config is one test, as the flags describe it.
+type Config struct {
+	Backend string
+	Recipe  string
+	Storage string
+	Fencing string
+	Nemesis []string
+	Clients int
+	Keys    int
+	Cluster string // "inprocess" or "docker"
+	Nodes   int
+	Seed    int64
+	Store   string
+	Name    string // the test's name in the store; derived when empty
+
+	TimeLimit       time.Duration
+	LeaseTTL        time.Duration
+	Work            time.Duration // time a holder spends between its read and its write
+	PauseDuration   time.Duration // 0: 2 × LeaseTTL
+	NemesisInterval time.Duration
+	OpTimeout       time.Duration // 0: derived from the pause duration
+	CheckTimeout    time.Duration
+
+	// Command is the command line that started the run, for the report.
+	Command string
+}
+
+// UsageError is bad input: it names the flag, what was wrong and what is
+// accepted. The CLI exits 254 on it.
+type UsageError struct {
+	Flag string
+	Msg  string
+}
+
+func (e *UsageError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
+
+func usage(flag, format string, args ...any) error {
+	return &UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// BackendInfo says what a backend accepts.
+type BackendInfo struct {
+	Name     string
+	Recipes  []string // the first is the default
+	Storages []string // the first is the default
+	Clusters []string // the first is the default
+	// MinTTL is the shortest lease the service grants.
+	MinTTL time.Duration
+}
+
+// Backends lists the backends this build can run.
+var Backends = []BackendInfo{
+	{Name: "memory", Recipes: []string{"lease"}, Storages: []string{"fenced"}, Clusters: []string{"inprocess"}, MinTTL: 50 * time.Millisecond},
+}
+
+// Faults lists every --nemesis word this build knows.
+var Faults = []string{"none", "pause", "pause-holder"}
+
+func backendInfo(name string) (BackendInfo, bool) {
+	for _, b := range Backends {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return BackendInfo{}, false
+}
+
+func names() []string {
+	var out []string
+	for _, b := range Backends {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+// Defaults fills what was left empty with the backend's defaults.
+func (c *Config) Defaults() {
+	if b, ok := backendInfo(c.Backend); ok {
+		if c.Recipe == "" {
+			c.Recipe = b.Recipes[0]
+		}
+		if c.Storage == "" {
+			c.Storage = b.Storages[0]
+		}
+		if c.Cluster == "" {
+			c.Cluster = b.Clusters[0]
+		}
+	}
+	if c.PauseDuration == 0 {
+		c.PauseDuration = 2 * c.LeaseTTL
+	}
+	if c.OpTimeout == 0 {
+		// Longer than any pause the nemesis injects, so a paused client's
+		// op finishes for real (ok or fail) when it resumes, not as info.
+		c.OpTimeout = max(10*time.Second, 2*c.PauseDuration+2*c.LeaseTTL)
+	}
+	if c.Name == "" {
+		c.Name = fmt.Sprintf("%s-%s-%s-%s", c.Backend, c.Recipe, c.Fencing, strings.Join(c.Nemesis, "+"))
+	}
+}
+
+// Validate checks every field up front and names the flag at fault.
+func (c *Config) Validate() error {
+	b, ok := backendInfo(c.Backend)
+	if !ok {
+		return usage("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(names(), ", "))
+	}
+	if !slices.Contains(b.Recipes, c.Recipe) {
+		return usage("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
+	}
+	if !slices.Contains(b.Storages, c.Storage) {
+		return usage("storage", "backend %s cannot use storage %q (accepted: %s)", c.Backend, c.Storage, strings.Join(b.Storages, ", "))
+	}
+	if !slices.Contains(b.Clusters, c.Cluster) {
+		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, strings.Join(b.Clusters, ", "))
+	}
+	if _, err := fenced.ParseMode(c.Fencing); err != nil {
+		return usage("fencing", "%v", err)
+	}
+	if len(c.Nemesis) == 0 {
+		return usage("nemesis", "empty list (use none for no faults; accepted: %s)", strings.Join(Faults, ", "))
+	}
+	for _, f := range c.Nemesis {
+		switch {
+		case f == "clock":
+			return usage("nemesis", "clock faults cannot be injected per container: every container shares the host's clock, so a skew in one moves every clock; there is no honest way to run it here")
+		case !slices.Contains(Faults, f):
+			return usage("nemesis", "unknown fault %q (accepted: %s)", f, strings.Join(Faults, ", "))
+		case f == "none" && len(c.Nemesis) > 1:
+			return usage("nemesis", "none cannot be combined with other faults")
+		}
+	}
+	if c.Clients < 1 || c.Clients > 100 {
+		return usage("clients", "%d is out of range (accepted: 1 to 100)", c.Clients)
+	}
+	if c.Keys < 1 || c.Keys > 1000 {
+		return usage("keys", "%d is out of range (accepted: 1 to 1000)", c.Keys)
+	}
+	if c.TimeLimit < time.Second || c.TimeLimit > 24*time.Hour {
+		return usage("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 30s)", c.TimeLimit)
+	}
+	if c.LeaseTTL < b.MinTTL || c.LeaseTTL > 10*time.Minute {
+		return usage("lease-ttl", "%s is out of range for %s (accepted: %s to 10m)", c.LeaseTTL, c.Backend, b.MinTTL)
+	}
+	if c.Work < 0 || c.Work > time.Minute {
+		return usage("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
+	}
+	if c.PauseDuration < 0 {
+		return usage("pause-duration", "must not be negative")
+	}
+	if c.NemesisInterval < 100*time.Millisecond {
+		return usage("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
+	}
+	if c.OpTimeout > 0 && c.OpTimeout <= c.PauseDuration {
+		return usage("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
+	}
+	if c.CheckTimeout < time.Second {
+		return usage("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
+	}
+	if c.Store == "" {
+		return usage("store", "must name a directory")
+	}
+	return nil
+}
+
+// HasFault reports whether the nemesis list includes f.
+func (c *Config) HasFault(f string) bool { return slices.Contains(c.Nemesis, f) }

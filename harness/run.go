@@ -1,0 +1,266 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+// Signals are the two stages of an interrupt: the first (Stop) ends the
+// workload early and goes on to heal, check and report what was recorded;
+// the second (Abort) also gives up the check, so the verdict is unknown.
+type Signals struct {
+	Stop, Abort context.Context
+}
+
+// Outcome is what a run produced.
+type Outcome struct {
+	Dir    string
+	Result models.Result
+	// Interrupted: the run was stopped by a signal before its time limit.
+	Interrupted bool
+}
+
+// Exit codes, as Jepsen's.
+const (
+	ExitValid   = 0
+	ExitInvalid = 1
+	ExitUnknown = 2
+	ExitUsage   = 254
+	ExitFailed  = 255
+)
+
+// ExitCode maps a verdict to the process exit code.
+func ExitCode(v models.Verdict) int {
+	switch v {
+	case models.Valid:
+		return ExitValid
+	case models.Invalid:
+		return ExitInvalid
+	}
+	return ExitUnknown
+}
+
+// runDir makes store/<name>/<timestamp>/ and points store/latest at it.
+func runDir(cfg *Config, started time.Time) (string, error) {
+	rel := filepath.Join(cfg.Name, started.UTC().Format("20060102T150405.000Z"))
+	dir := filepath.Join(cfg.Store, rel)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating the store directory: %w (choose another with --store)", err)
+	}
+	latest := filepath.Join(cfg.Store, "latest")
+	tmp := latest + ".tmp"
+	os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err == nil {
+		os.Rename(tmp, latest)
+	}
+	return dir, nil
+}
+
+// Run carries out one test and writes its store directory. progress gets
+// the log lines a person at a terminal wants; the full log goes to
+// check.log. An error means the test could not be carried out (exit 255);
+// even then the history recorded so far is on disk.
+func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	dir, err := runDir(&cfg, started)
+	if err != nil {
+		return nil, err
+	}
+	out := &Outcome{Dir: dir}
+	logFile, err := os.Create(filepath.Join(dir, "check.log"))
+	if err != nil {
+		return out, fmt.Errorf("creating check.log: %w", err)
+	}
+	defer logFile.Close()
+	var logMu sync.Mutex
+	logf := func(format string, args ...any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+		logFile.WriteString(line)
+		if progress != nil {
+			io.WriteString(progress, line)
+		}
+	}
+	logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
+
+	histFile, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return out, fmt.Errorf("creating history.jsonl: %w", err)
+	}
+	rec := history.NewRecorder(histFile)
+	closeHistory := func() error {
+		err := rec.Err()
+		if serr := histFile.Sync(); err == nil && serr != nil {
+			err = serr
+		}
+		if cerr := histFile.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		return err
+	}
+
+	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
+	sys, err := openSystem(sig.Stop, &cfg)
+	if err != nil {
+		closeHistory()
+		return out, fmt.Errorf("setting up the system under test: %w", err)
+	}
+	info := sys.Info()
+
+	faults, err := buildFaults(&cfg, sys, rec)
+	if err != nil {
+		sys.Close(context.Background())
+		closeHistory()
+		return out, err
+	}
+	sched := &nemesis.Schedule{
+		Faults:   faults,
+		Warmup:   min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
+		Interval: cfg.NemesisInterval,
+		Hold:     func(nemesis.Fault) time.Duration { return cfg.PauseDuration },
+		Rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
+		Rec:      rec,
+		Log:      logf,
+	}
+
+	// The workload and the nemesis run until the time limit or the first
+	// interrupt; the nemesis then heals before the workload is waited for,
+	// since a frozen client cannot finish its op.
+	runCtx, cancelRun := context.WithTimeout(sig.Stop, cfg.TimeLimit)
+	defer cancelRun()
+	nemDone := make(chan error, 1)
+	go func() { nemDone <- sched.Run(runCtx) }()
+	logf("workload: %d clients, %d keys, %s", cfg.Clients, cfg.Keys, cfg.TimeLimit)
+	type wlResult struct {
+		next int
+		err  error
+	}
+	wlDone := make(chan wlResult, 1)
+	go func() {
+		n, err := runWorkload(runCtx, &cfg, sys, rec, logf)
+		wlDone <- wlResult{n, err}
+	}()
+	stopProgress := startProgress(runCtx, &cfg, rec, sched, started, logf)
+	<-runCtx.Done()
+	nemErr := <-nemDone
+	healErr := nemesis.HealAll(faults)
+	stopProgress()
+	wl := <-wlDone
+	out.Interrupted = sig.Stop.Err() != nil
+	var runErr error
+	switch {
+	case nemErr != nil:
+		runErr = nemErr
+	case healErr != nil:
+		runErr = healErr
+	case wl.err != nil:
+		runErr = wl.err
+	}
+	if runErr == nil && !out.Interrupted {
+		logf("final reads")
+		if err := finalReads(&cfg, sys, rec, wl.next); err != nil {
+			runErr = err
+		}
+	}
+	if err := sys.Close(context.Background()); err != nil && runErr == nil {
+		runErr = fmt.Errorf("tearing down: %w", err)
+	}
+	if err := closeHistory(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("the history could not be saved: %w", err)
+	}
+	logf("recorded %d events", rec.Len())
+
+	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return out, fmt.Errorf("reading back the history: %w", err)
+	}
+	ops, faultIntervals := history.Pair(events)
+	logf("checking %d ops", len(ops))
+	checkStart := time.Now()
+	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout})
+	checkTime := time.Since(checkStart)
+	if runErr != nil && out.Result.Verdict == models.Valid {
+		out.Result.Verdict = models.Unknown
+		out.Result.Explanation = "the run did not complete: " + runErr.Error()
+	}
+	logf("verdict %s in %s", out.Result.Verdict, checkTime.Round(time.Millisecond))
+
+	r := &reports.Run{
+		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
+		Params: params(&cfg, info), Command: cfg.Command,
+		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
+	}
+	if runErr != nil {
+		r.Error = runErr.Error()
+	}
+	if err := reports.WriteAll(r); err != nil {
+		logf("writing the reports: %v", err)
+		if runErr == nil {
+			runErr = err
+		}
+	}
+	if progress != nil {
+		reports.Summary(progress, r)
+	}
+	return out, runErr
+}
+
+// params lists everything needed to rerun the test, in a stable order.
+func params(cfg *Config, info map[string]string) []reports.Param {
+	p := []reports.Param{
+		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: cfg.Recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
+		{Name: "nemesis", Value: fmt.Sprint(cfg.Nemesis)}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
+		{Name: "cluster", Value: cfg.Cluster}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
+		{Name: "work", Value: cfg.Work.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
+		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
+		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "seed", Value: fmt.Sprint(cfg.Seed)},
+	}
+	for _, k := range sortedKeys(info) {
+		p = append(p, reports.Param{Name: k, Value: info[k]})
+	}
+	return p
+}
+
+// buildFaults turns --nemesis into faults over sys.
+func buildFaults(cfg *Config, sys System, rec *history.Recorder) ([]nemesis.Fault, error) {
+	var out []nemesis.Fault
+	slots := func(context.Context) ([]string, error) {
+		var ts []string
+		for i := 1; i <= cfg.Clients; i++ {
+			ts = append(ts, memory.SlotName(i))
+		}
+		return ts, nil
+	}
+	for _, f := range cfg.Nemesis {
+		switch f {
+		case "none":
+		case "pause":
+			out = append(out, &nemesis.Pause{Label: "pause", Freezer: sys.Freezer(), Targets: slots})
+		case "pause-holder":
+			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: func(p int) string { return memory.SlotName(p%cfg.Clients + 1) }}
+			rec.Observe(ph.Observe)
+			out = append(out, ph)
+		default:
+			return nil, errors.New("fault " + f + " is not available for this backend")
+		}
+	}
+	return out, nil
+}

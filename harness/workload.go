@@ -1,0 +1,185 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// worker is one client slot: a Jepsen-style logically single-threaded
+// process. When an op's outcome is unknown the process is retired and the
+// slot continues as a new process (id + number of slots) with a new client.
+type worker struct {
+	slot    int
+	process int
+	slots   int
+	client  backends.Client
+	sys     System
+	rec     *history.Recorder
+	cfg     *Config
+	rng     *rand.Rand
+	logf    func(string, ...any)
+}
+
+func keyName(i int) string { return fmt.Sprintf("k%d", i) }
+
+// op records the invoke, runs f with the op timeout, and records the
+// completion the error implies. It returns whether the op was ok and
+// whether the process must be retired (info).
+func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event, error)) (history.Event, bool, bool) {
+	e.Process = w.process
+	e.Type = history.Invoke
+	w.rec.Record(e)
+	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
+	done, err := f(ctx)
+	cancel()
+	typ, msg := backends.Outcome(err)
+	done.Process = w.process
+	done.F = e.F
+	done.Key = e.Key
+	done.Type = typ
+	done.Error = msg
+	if e.F != history.Acquire {
+		done.Token = e.Token
+	}
+	if e.F == history.Write {
+		done.Prev, done.Value = e.Prev, e.Value
+	}
+	done = w.rec.Record(done)
+	return done, typ == history.OK, typ == history.Info
+}
+
+// retire ends the current process after an info op and opens a new one.
+func (w *worker) retire(ctx context.Context) error {
+	old := w.client
+	go old.Close() // it may hang: the process is gone either way
+	w.process += w.slots
+	c, err := w.sys.NewClient(ctx, w.slot)
+	if err != nil {
+		return fmt.Errorf("slot c%d: opening a new client: %w", w.slot, err)
+	}
+	w.client = c
+	return nil
+}
+
+// section runs one lock → read → write → release on key. A refused read
+// ends the section without a write; the lock is released either way. It
+// returns an error only when the slot cannot go on.
+func (w *worker) section(ctx context.Context, key string) error {
+	var token uint64
+	acq, ok, info := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
+		t, err := w.client.Acquire(ctx, key)
+		return history.Event{Token: t}, err
+	})
+	if info {
+		return w.retire(ctx)
+	}
+	if !ok {
+		return nil
+	}
+	token = acq.Token
+	rd, ok, info := w.op(history.Event{F: history.Read, Key: key, Token: token}, func(ctx context.Context) (history.Event, error) {
+		v, err := w.client.Read(ctx, key, token)
+		return history.Event{Value: history.Int64(v)}, err
+	})
+	if info {
+		return w.retire(ctx)
+	}
+	if ok {
+		if w.cfg.Work > 0 {
+			time.Sleep(w.cfg.Work)
+		}
+		prev := *rd.Value
+		_, _, info = w.op(history.Event{F: history.Write, Key: key, Token: token, Prev: history.Int64(prev), Value: history.Int64(prev + 1)},
+			func(ctx context.Context) (history.Event, error) {
+				return history.Event{}, w.client.Write(ctx, key, token, prev, prev+1)
+			})
+		if info {
+			return w.retire(ctx)
+		}
+	}
+	_, _, info = w.op(history.Event{F: history.Release, Key: key, Token: token}, func(ctx context.Context) (history.Event, error) {
+		return history.Event{}, w.client.Release(ctx, key)
+	})
+	if info {
+		return w.retire(ctx)
+	}
+	return nil
+}
+
+// runWorkload drives every slot until ctx ends; each slot finishes the
+// section it is in (ops have their own timeouts).
+// It returns the first process id no slot used.
+func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Recorder, logf func(string, ...any)) (int, error) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	next := cfg.Clients
+	errs := make(chan error, cfg.Clients)
+	for slot := 1; slot <= cfg.Clients; slot++ {
+		c, err := sys.NewClient(ctx, slot)
+		if err != nil {
+			wg.Wait()
+			return next, fmt.Errorf("slot c%d: opening a client: %w", slot, err)
+		}
+		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				w.client.Close()
+				mu.Lock()
+				next = max(next, w.process+1)
+				mu.Unlock()
+			}()
+			for ctx.Err() == nil {
+				key := keyName(w.rng.IntN(cfg.Keys))
+				if err := w.section(ctx, key); err != nil {
+					if ctx.Err() == nil {
+						errs <- err
+					}
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return next, <-errs
+}
+
+// finalReads takes, for every key, a fresh lock and reads the value, so the
+// model sees the final state after every fault has been healed.
+func finalReads(cfg *Config, sys System, rec *history.Recorder, firstProcess int) error {
+	for k := 0; k < cfg.Keys; k++ {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout+cfg.LeaseTTL)
+		c, err := sys.NewClient(ctx, 1)
+		if err != nil {
+			cancel()
+			return fmt.Errorf("final read of %s: opening a client: %w", keyName(k), err)
+		}
+		w := &worker{slot: 1, process: firstProcess + k, slots: 1, client: c, sys: sys, rec: rec, cfg: cfg}
+		key := keyName(k)
+		acq, ok, _ := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
+			t, err := c.Acquire(ctx, key)
+			return history.Event{Token: t}, err
+		})
+		if ok {
+			w.op(history.Event{F: history.Read, Key: key, Token: acq.Token}, func(ctx context.Context) (history.Event, error) {
+				v, err := c.Read(ctx, key, acq.Token)
+				return history.Event{Value: history.Int64(v)}, err
+			})
+			w.op(history.Event{F: history.Release, Key: key, Token: acq.Token}, func(ctx context.Context) (history.Event, error) {
+				return history.Event{}, c.Release(ctx, key)
+			})
+		}
+		c.Close()
+		cancel()
+	}
+	return nil
+}

@@ -1,0 +1,190 @@
+// Package nemesis injects faults and heals them. A fault is one type
+// implementing Fault; the Schedule decides when faults start and stop and
+// records each interval in the history. The nemesis never decides whether a
+// history is correct, and it must heal everything it did — on time, on
+// error and on interrupt alike.
+package nemesis
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// Fault is one kind of fault.
+type Fault interface {
+	// Name is the --nemesis word for the fault and the f of its events.
+	Name() string
+	// Start applies the fault and returns what it hit (node or client
+	// names). A fault that finds nothing to hit returns no targets and no
+	// error; the schedule then tries again later.
+	Start(ctx context.Context, rng *rand.Rand) (targets []string, err error)
+	// Stop heals what the last Start did. It must be safe to call when
+	// nothing is applied, and must not give up on a cancelled ctx lightly:
+	// healing is the one thing the nemesis may never skip.
+	Stop(ctx context.Context) error
+}
+
+// Freezer stops and resumes whole processes: the cgroup freezer for
+// containers, a gate for in-process clients.
+type Freezer interface {
+	Freeze(ctx context.Context, target string) error
+	Thaw(ctx context.Context, target string) error
+}
+
+// Recorder is where the schedule writes fault events.
+type Recorder interface {
+	Record(history.Event) history.Event
+}
+
+// Schedule runs faults Jepsen-style: a quiet warm-up, then start a fault,
+// hold it, heal it, rest, and so on, with jitter drawn from one seeded rng.
+type Schedule struct {
+	Faults   []Fault
+	Warmup   time.Duration
+	Interval time.Duration // time between a heal and the next start
+	// Hold is how long a fault stays applied (a pause's duration).
+	Hold func(Fault) time.Duration
+	Rng  *rand.Rand
+	Rec  Recorder
+	// Log gets a line per fault started or healed; may be nil.
+	Log func(format string, args ...any)
+
+	mu     sync.Mutex
+	active map[string][]string
+}
+
+// Active lists the faults in effect now, for live progress.
+func (s *Schedule) Active() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for f, t := range s.active {
+		out = append(out, fmt.Sprintf("%s%v", f, t))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *Schedule) logf(format string, args ...any) {
+	if s.Log != nil {
+		s.Log(format, args...)
+	}
+}
+
+func (s *Schedule) jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	// ±25%
+	return d*3/4 + time.Duration(s.Rng.Int64N(int64(d)/2+1))
+}
+
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Run applies faults until ctx ends, then heals whatever is applied (with a
+// context of its own, so an interrupt still heals) and returns the first
+// healing error.
+func (s *Schedule) Run(ctx context.Context) error {
+	s.mu.Lock()
+	s.active = map[string][]string{}
+	s.mu.Unlock()
+	if len(s.Faults) == 0 {
+		<-ctx.Done()
+		return nil
+	}
+	if !sleep(ctx, s.Warmup) {
+		return nil
+	}
+	for i := 0; ctx.Err() == nil; i++ {
+		f := s.Faults[s.Rng.IntN(len(s.Faults))]
+		inv := s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: f.Name()})
+		_ = inv
+		targets, err := f.Start(ctx, s.Rng)
+		if err != nil || len(targets) == 0 {
+			msg := "nothing to hit"
+			if err != nil {
+				msg = err.Error()
+			}
+			// The start failed or found nothing: heal defensively, close
+			// the interval at once.
+			herr := s.heal(f)
+			if herr != nil {
+				msg += "; heal: " + herr.Error()
+			}
+			s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Error: msg})
+			if err != nil {
+				s.logf("nemesis: %s failed: %v", f.Name(), err)
+			}
+			if !sleep(ctx, s.jitter(s.Interval)/4+10*time.Millisecond) {
+				return nil
+			}
+			continue
+		}
+		s.mu.Lock()
+		s.active[f.Name()] = targets
+		s.mu.Unlock()
+		s.logf("nemesis: %s %s", f.Name(), strings.Join(targets, ","))
+		hold := s.Interval
+		if s.Hold != nil {
+			hold = s.Hold(f)
+		}
+		sleep(ctx, s.jitter(hold))
+		err = s.heal(f)
+		ev := history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Nodes: targets}
+		if err != nil {
+			ev.Error = "heal: " + err.Error()
+		}
+		s.Rec.Record(ev)
+		s.mu.Lock()
+		delete(s.active, f.Name())
+		s.mu.Unlock()
+		s.logf("nemesis: healed %s %s", f.Name(), strings.Join(targets, ","))
+		if err != nil {
+			return fmt.Errorf("healing %s on %v: %w", f.Name(), targets, err)
+		}
+		if !sleep(ctx, s.jitter(s.Interval)) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// heal stops f with a fresh, bounded context: it runs after an interrupt too.
+func (s *Schedule) heal(f Fault) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return f.Stop(ctx)
+}
+
+// HealAll stops every fault; the harness calls it at the end of every run,
+// whatever happened, as Jepsen's final generator does.
+func HealAll(faults []Fault) error {
+	var errs []string
+	for _, f := range faults {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if err := f.Stop(ctx); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", f.Name(), err))
+		}
+		cancel()
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("healing: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

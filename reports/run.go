@@ -1,0 +1,127 @@
+// Package reports turns a finished run — its history, its verdict and its
+// parameters — into what people and CI read: results.json, report.html,
+// porcupine's visualization and the summary on the terminal. Reports only
+// read: they never change a verdict or touch a cluster.
+package reports
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// Param is one parameter of a run, in the order the report lists them.
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Run is everything a report is made from.
+type Run struct {
+	Dir         string
+	Name        string
+	Command     string
+	Started     time.Time
+	Duration    time.Duration
+	CheckTime   time.Duration
+	Params      []Param
+	Events      []history.Event
+	Ops         []history.Op
+	Faults      []history.Fault
+	Result      models.Result
+	Interrupted bool
+	// Error is why the run did not complete, if it did not.
+	Error string
+}
+
+// WriteAll writes results.json, report.html and linearizability.html (and
+// one visualization per key under linearizability/ when there are several
+// keys) into the run's directory.
+func WriteAll(r *Run) error {
+	var errs []error
+	if err := writeFile(filepath.Join(r.Dir, "results.json"), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
+		errs = append(errs, err)
+	}
+	if err := writeFile(filepath.Join(r.Dir, "report.html"), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
+		errs = append(errs, err)
+	}
+	if err := writeVisualizations(r); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+func writeFile(path string, fill func(*os.File) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := fill(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}
+
+// visualizedKey is the key whose porcupine visualization stands as
+// linearizability.html: the first invalid key, else the first key.
+func visualizedKey(r *Run) int {
+	for i, k := range r.Result.Keys {
+		if k.Verdict == models.Invalid && k.CanVisualize() {
+			return i
+		}
+	}
+	for i, k := range r.Result.Keys {
+		if k.CanVisualize() {
+			return i
+		}
+	}
+	return -1
+}
+
+func writeVisualizations(r *Run) error {
+	i := visualizedKey(r)
+	if i < 0 {
+		return nil
+	}
+	var errs []error
+	k := &r.Result.Keys[i]
+	if err := writeFile(filepath.Join(r.Dir, "linearizability.html"), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+		errs = append(errs, err)
+	}
+	if len(r.Result.Keys) > 1 {
+		sub := filepath.Join(r.Dir, "linearizability")
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			return err
+		}
+		for j := range r.Result.Keys {
+			k := &r.Result.Keys[j]
+			if !k.CanVisualize() {
+				continue
+			}
+			if err := writeFile(filepath.Join(sub, safeName(k.Key)+".html"), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// safeName keeps a key usable as a file name.
+func safeName(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
