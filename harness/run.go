@@ -53,20 +53,38 @@ func ExitCode(v models.Verdict) int {
 	return ExitUnknown
 }
 
-// runDir makes store/<name>/<timestamp>/ and points store/latest at it.
+// runDir makes store/<name>/<timestamp>/ — a new directory even when
+// another run started in the same millisecond — and points store/latest
+// at it.
 func runDir(cfg *Config, started time.Time) (string, error) {
-	rel := filepath.Join(cfg.Name, started.UTC().Format("20060102T150405.000Z"))
-	dir := filepath.Join(cfg.Store, rel)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	parent := filepath.Join(cfg.Store, cfg.Name)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("creating the store directory: %w (choose another with --store)", err)
 	}
+	stamp := started.UTC().Format("20060102T150405.000Z")
+	var rel string
+	for i := 1; ; i++ {
+		rel = filepath.Join(cfg.Name, stamp)
+		if i > 1 {
+			rel += fmt.Sprintf("-%d", i)
+		}
+		err := os.Mkdir(filepath.Join(cfg.Store, rel), 0o755)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) || i > 1000 {
+			return "", fmt.Errorf("creating the run directory: %w (choose another with --store)", err)
+		}
+	}
 	latest := filepath.Join(cfg.Store, "latest")
-	tmp := latest + ".tmp"
+	tmp := fmt.Sprintf("%s.%d.tmp", latest, os.Getpid())
 	os.Remove(tmp)
 	if err := os.Symlink(rel, tmp); err == nil {
-		os.Rename(tmp, latest)
+		if err := os.Rename(tmp, latest); err != nil {
+			os.Remove(tmp)
+		}
 	}
-	return dir, nil
+	return filepath.Join(cfg.Store, rel), nil
 }
 
 // Run carries out one test and writes its store directory. progress gets

@@ -32,6 +32,15 @@ func (l *lease) isLost() bool {
 	return l.lost
 }
 
+// NetworkDelay is the one-way delay of every in-process call between a
+// client and the lock service or the storage. In-process calls would
+// otherwise be instantaneous, which no real client sees: in particular a
+// client resuming from a pause learns that its lease is gone only a round
+// trip after its keepalive asks, while a write it had ready goes out at
+// once. With no delay that race becomes a coin toss that real systems do
+// not play.
+const NetworkDelay = 500 * time.Microsecond
+
 // Client is the lease recipe: acquire, keep the lease alive every TTL/3,
 // and refuse to touch the storage once the keepalive has learnt the lease
 // is gone. That last check is what most lease-lock users rely on; the
@@ -42,6 +51,7 @@ type Client struct {
 	storage fenced.Storage
 	ttl     time.Duration
 	gate    *Gate
+	delay   time.Duration
 
 	mu   sync.Mutex
 	held map[string]*lease
@@ -56,13 +66,37 @@ func NewClient(locks Locks, storage fenced.Storage, ttl time.Duration, gate *Gat
 	return &Client{locks: locks, storage: storage, ttl: ttl, gate: gate, held: map[string]*lease{}}
 }
 
+// WithNetworkDelay makes every call to the service and the storage take d
+// each way, for clients that share a process with their servers.
+func (c *Client) WithNetworkDelay(d time.Duration) *Client {
+	c.delay = d
+	return c
+}
+
+// send is the way out of the process: it stops while the client is frozen,
+// then spends the one-way delay.
+func (c *Client) send() {
+	c.gate.Wait()
+	if c.delay > 0 {
+		time.Sleep(c.delay)
+	}
+}
+
+// receive is the way back in: the delay, then the freezer.
+func (c *Client) receive() {
+	if c.delay > 0 {
+		time.Sleep(c.delay)
+	}
+	c.gate.Wait()
+}
+
 // Gate is the client's freezer.
 func (c *Client) Gate() *Gate { return c.gate }
 
 func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
-	c.gate.Wait()
+	c.send()
 	token, err := c.locks.Acquire(ctx, key)
-	c.gate.Wait()
+	c.receive()
 	if err != nil {
 		return 0, err
 	}
@@ -84,11 +118,11 @@ func (c *Client) keepalive(key string, l *lease) {
 			return
 		case <-t.C:
 		}
-		c.gate.Wait()
+		c.send()
 		ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
 		err := c.locks.Renew(ctx, key, l.token)
 		cancel()
-		c.gate.Wait()
+		c.receive()
 		if err == ErrNotHolder {
 			l.mu.Lock()
 			l.lost = true
@@ -113,8 +147,9 @@ func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, err
 	if err := c.current(key, token); err != nil {
 		return 0, err
 	}
+	c.send()
 	v, err := c.storage.Read(ctx, key, token)
-	c.gate.Wait()
+	c.receive()
 	return v, err
 }
 
@@ -123,8 +158,9 @@ func (c *Client) Write(ctx context.Context, key string, token uint64, _, value i
 	if err := c.current(key, token); err != nil {
 		return err
 	}
+	c.send()
 	err := c.storage.Write(ctx, key, token, value)
-	c.gate.Wait()
+	c.receive()
 	return err
 }
 
@@ -139,8 +175,9 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	}
 	close(l.stop)
 	<-l.done
+	c.send()
 	err := c.locks.Release(ctx, key, l.token)
-	c.gate.Wait()
+	c.receive()
 	if err == ErrNotHolder {
 		return backends.Definite(err)
 	}

@@ -43,7 +43,7 @@ func (s *InProcess) gate(name string) *Gate {
 // NewClient opens a client in slot (1-based); every client of a slot shares
 // its gate, as every process in a container shares its freezer.
 func (s *InProcess) NewClient(_ context.Context, slot int) (backends.Client, error) {
-	return NewClient(s.Service, s.Store, s.Service.TTL(), s.gate(SlotName(slot))), nil
+	return NewClient(s.Service, s.Store, s.Service.TTL(), s.gate(SlotName(slot))).WithNetworkDelay(NetworkDelay), nil
 }
 
 // Freeze stops every client in the slot named target.

@@ -24,6 +24,28 @@ type lock struct {
 	held    bool
 	expires time.Time
 	changed chan struct{} // closed and replaced when the lock is freed
+	// queue holds the waiters in arrival order: the lock is granted to
+	// the head only, as etcd's mutex and ZooKeeper's lock recipe grant in
+	// creation order. Without it a client that releases and at once
+	// acquires again starves the others.
+	queue []*int
+}
+
+func (l *lock) wake() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+func (l *lock) leave(ticket *int) {
+	for i, t := range l.queue {
+		if t == ticket {
+			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			if i == 0 {
+				l.wake() // the next waiter is now the head
+			}
+			return
+		}
+	}
 }
 
 // Service grants one lease per key at a time. A lease expires ttl after it
@@ -51,15 +73,21 @@ func (s *Service) lock(key string) *lock {
 	return l
 }
 
-// Acquire blocks until key is free or its lease has expired, then grants a
-// new lease with the next token. If ctx ends first the lock was never
-// granted: a definite failure.
+// Acquire queues for key and blocks until it is first in line and the key
+// is free or its lease has expired, then grants a new lease with the next
+// token. If ctx ends first the lock was never granted: a definite failure.
 func (s *Service) Acquire(ctx context.Context, key string) (uint64, error) {
+	ticket := new(int)
+	s.mu.Lock()
+	l := s.lock(key)
+	l.queue = append(l.queue, ticket)
+	s.mu.Unlock()
 	for {
 		s.mu.Lock()
-		l := s.lock(key)
 		now := time.Now()
-		if !l.held || now.After(l.expires) {
+		if l.queue[0] == ticket && (!l.held || now.After(l.expires)) {
+			l.queue = l.queue[1:]
+			l.wake() // the new head waits for this lease's expiry now
 			l.held = true
 			l.token++
 			l.expires = now.Add(s.ttl)
@@ -67,18 +95,33 @@ func (s *Service) Acquire(ctx context.Context, key string) (uint64, error) {
 			s.mu.Unlock()
 			return t, nil
 		}
-		wait := time.Until(l.expires) + time.Millisecond
+		wait := time.Duration(-1)
+		if l.held {
+			wait = time.Until(l.expires) + time.Millisecond
+		}
 		changed := l.changed
 		s.mu.Unlock()
-		timer := time.NewTimer(wait)
+		var expiry <-chan time.Time
+		var timer *time.Timer
+		if wait > 0 {
+			timer = time.NewTimer(wait)
+			expiry = timer.C
+		}
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			s.mu.Lock()
+			l.leave(ticket)
+			s.mu.Unlock()
+			if timer != nil {
+				timer.Stop()
+			}
 			return 0, backends.Definitef("lock not granted: %v", ctx.Err())
 		case <-changed:
-		case <-timer.C:
+		case <-expiry:
 		}
-		timer.Stop()
+		if timer != nil {
+			timer.Stop()
+		}
 	}
 }
 
@@ -103,7 +146,6 @@ func (s *Service) Release(_ context.Context, key string, token uint64) error {
 		return ErrNotHolder
 	}
 	l.held = false
-	close(l.changed)
-	l.changed = make(chan struct{})
+	l.wake()
 	return nil
 }

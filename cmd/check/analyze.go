@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -46,7 +45,6 @@ func newAnalyzeCmd() *cobra.Command {
 			defer stop()
 			start := time.Now()
 			res := models.Check(sig.Stop, ops, models.Options{Timeout: timeout})
-			_ = context.Background
 			out := cmd.OutOrStdout()
 			for _, k := range res.Keys {
 				fmt.Fprintf(out, "key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)

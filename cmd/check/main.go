@@ -9,9 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -30,10 +30,18 @@ func usageErr(format string, args ...any) error {
 }
 
 func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes the command line and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	err := root.Execute()
 	if err == nil {
-		return
+		return 0
 	}
 	code := harness.ExitUsage // cobra's own errors are bad arguments
 	var ee *exitError
@@ -45,13 +53,13 @@ func main() {
 	case errors.As(err, &ue):
 		code = harness.ExitUsage
 	}
-	if err != nil && err.Error() != "" {
-		fmt.Fprintf(os.Stderr, "check: %v\n", err)
+	if err.Error() != "" {
+		fmt.Fprintf(stderr, "check: %v\n", err)
 	}
-	if code == harness.ExitUsage && !strings.Contains(err.Error(), "--help") {
-		fmt.Fprintln(os.Stderr, "(run check --help for every flag and its accepted values)")
+	if code == harness.ExitUsage {
+		fmt.Fprintln(stderr, "(run check --help for every flag and its accepted values)")
 	}
-	os.Exit(code)
+	return code
 }
 
 // signals turns the first SIGINT/SIGTERM into Stop and the second into

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"strings"
 	"time"
 
@@ -48,7 +47,7 @@ at the newest.`,
 			cfg.Command = commandLine(cmd, cfg.Seed)
 			sig, stop := signals()
 			defer stop()
-			out, err := harness.Run(sig, cfg, os.Stdout)
+			out, err := harness.Run(sig, cfg, cmd.OutOrStdout())
 			if err != nil {
 				if _, ok := err.(*harness.UsageError); ok {
 					return err

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestMemoryRunExitCodes(t *testing.T) {
+	store := t.TempDir()
+	common := []string{"--backend", "memory", "--time-limit", "3s", "--lease-ttl", "200ms", "--nemesis-interval", "400ms", "--store", store}
+	code, out, _ := runCLI(t, append(common, "--fencing", "none", "--nemesis", "pause-holder", "--seed", "7")...)
+	if code != 1 {
+		t.Fatalf("unfenced run exited %d, want 1\n%s", code, out)
+	}
+	if !strings.Contains(out, "INVALID: process") || !strings.Contains(out, "a stale lease holder's write was accepted") {
+		t.Errorf("the summary does not name the stale write:\n%s", out)
+	}
+	if !strings.Contains(out, "--seed 7") {
+		t.Errorf("the summary does not give the rerun command with its seed:\n%s", out)
+	}
+
+	// check analyze on the saved history agrees.
+	hist := filepath.Join(store, "latest", "history.jsonl")
+	code, out, _ = runCLI(t, "analyze", hist)
+	if code != 1 || !strings.Contains(out, "INVALID") {
+		t.Fatalf("analyze exited %d, want 1:\n%s", code, out)
+	}
+
+	code, out, _ = runCLI(t, append(common, "--fencing", "all", "--nemesis", "pause-holder")...)
+	if code != 0 {
+		t.Fatalf("fenced run exited %d, want 0\n%s", code, out)
+	}
+	code, out, _ = runCLI(t, "analyze", filepath.Join(store, "latest"))
+	if code != 0 || !strings.Contains(out, "VALID") {
+		t.Fatalf("analyze of a directory exited %d, want 0:\n%s", code, out)
+	}
+}
+
+func TestBadArgumentsExit254AndNameTheFlag(t *testing.T) {
+	cases := [][]string{
+		{"--backend", "consul"},
+		{"--fencing", "maybe"},
+		{"--nemesis", "pause,clock"},
+		{"--clients", "0"},
+		{"--time-limit", "ten"},
+		{"--lease-ttl", "1ns"},
+		{"--no-such-flag"},
+		{"stray-argument"},
+		{"analyze"},
+	}
+	for _, args := range cases {
+		code, _, stderr := runCLI(t, append(args, "--store", t.TempDir())...)
+		if code != 254 {
+			t.Errorf("%v: exit %d, want 254 (stderr %q)", args, code, stderr)
+			continue
+		}
+		if !strings.HasPrefix(args[0], "--") {
+			continue
+		}
+		flag := strings.TrimPrefix(args[0], "--")
+		if !strings.Contains(stderr, flag) {
+			t.Errorf("%v: the message %q does not name --%s", args, stderr, flag)
+		}
+	}
+	_, _, stderr := runCLI(t, "--nemesis", "clock")
+	if !strings.Contains(stderr, "shares the host's clock") {
+		t.Errorf("--nemesis clock does not explain why: %q", stderr)
+	}
+}
+
+func TestAnalyzeMalformedHistoryNamesTheLine(t *testing.T) {
+	dir := t.TempDir()
+	cases := map[string]string{
+		"truncated": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":2,"process":0,"type":"ok","f":"acq`,
+		"unknown f":    `{"index":0,"time":1,"process":0,"type":"invoke","f":"cas","key":"k0"}`,
+		"unknown type": `{"index":0,"time":1,"process":0,"type":"done","f":"read","key":"k0","token":1}`,
+		"completion without invoke": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":2,"process":1,"type":"ok","f":"acquire","key":"k0","token":1}`,
+		"duplicate index": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":0,"time":2,"process":0,"type":"ok","f":"acquire","key":"k0","token":1}`,
+		"time backwards": `{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":2,"process":0,"type":"ok","f":"acquire","key":"k0","token":1}`,
+	}
+	wantLine := map[string]string{"truncated": "line 2", "unknown f": "line 1", "unknown type": "line 1",
+		"completion without invoke": "line 2", "duplicate index": "line 2", "time backwards": "line 2"}
+	for name, body := range cases {
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".jsonl")
+		if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := runCLI(t, "analyze", path)
+		if code != 254 || !strings.Contains(stderr, wantLine[name]) {
+			t.Errorf("%s: exit %d, stderr %q; want 254 and %q", name, code, stderr, wantLine[name])
+		}
+	}
+	code, _, stderr := runCLI(t, "analyze", filepath.Join(dir, "missing.jsonl"))
+	if code != 254 || !strings.Contains(stderr, "missing.jsonl") {
+		t.Errorf("missing file: exit %d, %q", code, stderr)
+	}
+}
