@@ -1,0 +1,60 @@
+package fenced
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/fencecheck/fencecheck/backends"
+)
+
+type request struct {
+	Key   string `json:"key"`
+	Token uint64 `json:"token"`
+	Value int64  `json:"value"`
+}
+
+type answer struct {
+	Value int64 `json:"value"`
+}
+
+// Handler serves a Store over HTTP: POST /read and POST /write with a JSON
+// body. It is what `check storage` runs in the storage node, so the
+// storage can be partitioned and paused like any node.
+func Handler(s *Store) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /read", func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			backends.WriteJSON(w, nil, backends.Definite(err))
+			return
+		}
+		v, err := s.Read(r.Context(), req.Key, req.Token)
+		backends.WriteJSON(w, answer{Value: v}, err)
+	})
+	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			backends.WriteJSON(w, nil, backends.Definite(err))
+			return
+		}
+		backends.WriteJSON(w, answer{}, s.Write(r.Context(), req.Key, req.Token, req.Value))
+	})
+	return mux
+}
+
+// Remote is a Store across the network.
+type Remote struct {
+	URL    string // e.g. http://storage:7001
+	Client *http.Client
+}
+
+func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	var a answer
+	err := backends.PostJSON(ctx, r.Client, r.URL+"/read", request{Key: key, Token: token}, &a)
+	return a.Value, err
+}
+
+func (r *Remote) Write(ctx context.Context, key string, token uint64, value int64) error {
+	return backends.PostJSON(ctx, r.Client, r.URL+"/write", request{Key: key, Token: token, Value: value}, nil)
+}

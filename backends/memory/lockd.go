@@ -1,0 +1,77 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/fencecheck/fencecheck/backends"
+)
+
+type lockRequest struct {
+	Key   string `json:"key"`
+	Token uint64 `json:"token,omitempty"`
+}
+
+type lockAnswer struct {
+	Token uint64 `json:"token"`
+}
+
+// Handler serves the lease service over HTTP (`check lockd`): POST
+// /acquire blocks until granted or the client's deadline; /renew and
+// /release answer at once.
+func Handler(s *Service) http.Handler {
+	mux := http.NewServeMux()
+	handle := func(path string, f func(ctx context.Context, req lockRequest) (uint64, error)) {
+		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
+			var req lockRequest
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				backends.WriteJSON(w, nil, backends.Definite(err))
+				return
+			}
+			ctx, cancel := backends.ServerDeadline(r)
+			defer cancel()
+			t, err := f(ctx, req)
+			if errors.Is(err, ErrNotHolder) {
+				err = backends.Definite(err)
+			}
+			backends.WriteJSON(w, lockAnswer{Token: t}, err)
+		})
+	}
+	handle("/acquire", func(ctx context.Context, req lockRequest) (uint64, error) { return s.Acquire(ctx, req.Key) })
+	handle("/renew", func(ctx context.Context, req lockRequest) (uint64, error) { return 0, s.Renew(ctx, req.Key, req.Token) })
+	handle("/release", func(ctx context.Context, req lockRequest) (uint64, error) {
+		return 0, s.Release(ctx, req.Key, req.Token)
+	})
+	return mux
+}
+
+// Remote is the lease service across the network.
+type Remote struct {
+	URL    string // e.g. http://n1:7000
+	Client *http.Client
+}
+
+func (r *Remote) Acquire(ctx context.Context, key string) (uint64, error) {
+	var a lockAnswer
+	err := backends.PostJSON(ctx, r.Client, r.URL+"/acquire", lockRequest{Key: key}, &a)
+	return a.Token, err
+}
+
+func (r *Remote) Renew(ctx context.Context, key string, token uint64) error {
+	return notHolder(backends.PostJSON(ctx, r.Client, r.URL+"/renew", lockRequest{Key: key, Token: token}, nil))
+}
+
+func (r *Remote) Release(ctx context.Context, key string, token uint64) error {
+	return notHolder(backends.PostJSON(ctx, r.Client, r.URL+"/release", lockRequest{Key: key, Token: token}, nil))
+}
+
+// notHolder turns the server's answer back into ErrNotHolder, which the
+// keepalive acts on.
+func notHolder(err error) error {
+	if err != nil && err.Error() == ErrNotHolder.Error() {
+		return ErrNotHolder
+	}
+	return err
+}

@@ -1,0 +1,276 @@
+// Package agent runs one client process in its own OS process — `check
+// agent`, inside a client container — and drives it from the harness over
+// the exec stream: JSON lines on stdin and stdout, no port, so a partition
+// never cuts the harness from its agents, and pausing the container freezes
+// the client's work and its lease keepalive together.
+//
+// The agent only executes ops and reports their outcome; the harness stamps
+// every time on its own clock and decides what a missing answer means.
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// Request is one op for the agent.
+type Request struct {
+	ID      uint64 `json:"id"`
+	F       string `json:"f"`
+	Key     string `json:"key"`
+	Token   uint64 `json:"token,omitempty"`
+	Prev    int64  `json:"prev,omitempty"`
+	Value   int64  `json:"value,omitempty"`
+	Timeout int64  `json:"timeout_ms"`
+}
+
+// Reply is the agent's answer.
+type Reply struct {
+	ID    uint64       `json:"id"`
+	Type  history.Type `json:"type"`
+	Token uint64       `json:"token,omitempty"`
+	Value int64        `json:"value,omitempty"`
+	Error string       `json:"error,omitempty"`
+}
+
+// maxLine bounds a protocol line in both directions.
+const maxLine = 64 << 10
+
+// Serve executes requests from r one at a time on c and writes replies to
+// w, until r ends. The first line it writes is {"id":0,"type":"ok"}: the
+// agent is ready.
+func Serve(r io.Reader, w io.Writer, c backends.Client) error {
+	enc := json.NewEncoder(w)
+	if err := enc.Encode(Reply{Type: history.OK}); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 4096), maxLine)
+	for sc.Scan() {
+		var req Request
+		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
+			return fmt.Errorf("malformed request %q: %w", sc.Text(), err)
+		}
+		if err := enc.Encode(Execute(c, req)); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// Execute runs one request on c.
+func Execute(c backends.Client, req Request) Reply {
+	timeout := time.Duration(req.Timeout) * time.Millisecond
+	if timeout <= 0 {
+		timeout = time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rep := Reply{ID: req.ID}
+	var err error
+	switch req.F {
+	case history.Acquire:
+		rep.Token, err = c.Acquire(ctx, req.Key)
+	case history.Read:
+		rep.Value, err = c.Read(ctx, req.Key, req.Token)
+	case history.Write:
+		err = c.Write(ctx, req.Key, req.Token, req.Prev, req.Value)
+	case history.Release:
+		err = c.Release(ctx, req.Key)
+	default:
+		err = backends.Definitef("unknown f %q", req.F)
+	}
+	rep.Type, rep.Error = backends.Outcome(err)
+	return rep
+}
+
+// ErrAgentGone is the unknown outcome of an op whose agent died, hung past
+// the op's deadline or spoke garbage.
+var ErrAgentGone = errors.New("agent gone")
+
+// Remote is a backends.Client whose ops run in an agent process.
+type Remote struct {
+	in   io.WriteCloser
+	out  *bufio.Scanner
+	stop func() error
+
+	mu     sync.Mutex // one op at a time
+	nextID uint64
+	dead   error
+	lines  chan lineOrErr
+}
+
+type lineOrErr struct {
+	line []byte
+	err  error
+}
+
+// NewRemote talks to an agent through its stdin and stdout; stop ends it.
+// It waits for the agent's ready line.
+func NewRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error) (*Remote, error) {
+	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, 1)}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 4096), maxLine)
+	r.out = sc
+	go func() {
+		for sc.Scan() {
+			r.lines <- lineOrErr{line: append([]byte(nil), sc.Bytes()...)}
+		}
+		err := sc.Err()
+		if err == nil {
+			err = io.EOF
+		}
+		r.lines <- lineOrErr{err: err}
+		close(r.lines)
+	}()
+	select {
+	case l, ok := <-r.lines:
+		if !ok || l.err != nil {
+			stop()
+			return nil, fmt.Errorf("the agent did not start: %v", l.err)
+		}
+		var rep Reply
+		if err := json.Unmarshal(l.line, &rep); err != nil || rep.Type != history.OK {
+			stop()
+			return nil, fmt.Errorf("the agent did not start: it said %q", l.line)
+		}
+	case <-ctx.Done():
+		stop()
+		return nil, fmt.Errorf("the agent did not start: %w", ctx.Err())
+	}
+	return r, nil
+}
+
+// call sends one request and waits for its reply or the deadline. Any
+// failure to get a well-formed reply kills the agent: the op's outcome is
+// unknown and the harness retires the process.
+func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.dead != nil {
+		return Reply{}, backends.Definitef("agent already gone: %v", r.dead)
+	}
+	r.nextID++
+	req.ID = r.nextID
+	if dl, ok := ctx.Deadline(); ok {
+		req.Timeout = max(time.Until(dl).Milliseconds(), 1)
+	}
+	b, _ := json.Marshal(req)
+	if _, err := r.in.Write(append(b, '\n')); err != nil {
+		r.kill(err)
+		// Nothing may have reached the agent, or all of it: unknown.
+		return Reply{}, fmt.Errorf("%w: sending: %v", ErrAgentGone, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			r.kill(ctx.Err())
+			return Reply{}, fmt.Errorf("%w: no answer before the op's deadline", ErrAgentGone)
+		case l, ok := <-r.lines:
+			if !ok || l.err != nil {
+				err := io.EOF
+				if ok {
+					err = l.err
+				}
+				r.kill(err)
+				return Reply{}, fmt.Errorf("%w: %v", ErrAgentGone, err)
+			}
+			var rep Reply
+			if err := json.Unmarshal(l.line, &rep); err != nil {
+				r.kill(err)
+				return Reply{}, fmt.Errorf("%w: it answered garbage %q", ErrAgentGone, truncate(l.line))
+			}
+			if rep.ID < req.ID {
+				continue // a late answer to an op already given up on
+			}
+			if rep.ID != req.ID {
+				r.kill(errors.New("reply out of order"))
+				return Reply{}, fmt.Errorf("%w: reply %d to request %d", ErrAgentGone, rep.ID, req.ID)
+			}
+			return rep, nil
+		}
+	}
+}
+
+func truncate(b []byte) string {
+	if len(b) > 200 {
+		return string(b[:200]) + "…"
+	}
+	return string(b)
+}
+
+func (r *Remote) kill(err error) {
+	if r.dead == nil {
+		r.dead = err
+		go r.stop()
+	}
+}
+
+// errorOf turns a reply back into the error the agent's client returned.
+func errorOf(rep Reply) error {
+	switch rep.Type {
+	case history.OK:
+		return nil
+	case history.Fail:
+		if rep.Error == history.ErrFenced {
+			return backends.ErrFenced
+		}
+		return backends.Definite(errors.New(rep.Error))
+	case history.Info:
+		return errors.New(rep.Error)
+	}
+	return fmt.Errorf("%w: unknown reply type %q", ErrAgentGone, rep.Type)
+}
+
+func (r *Remote) Acquire(ctx context.Context, key string) (uint64, error) {
+	rep, err := r.call(ctx, Request{F: history.Acquire, Key: key})
+	if err != nil {
+		return 0, err
+	}
+	return rep.Token, errorOf(rep)
+}
+
+func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	rep, err := r.call(ctx, Request{F: history.Read, Key: key, Token: token})
+	if err != nil {
+		return 0, err
+	}
+	return rep.Value, errorOf(rep)
+}
+
+func (r *Remote) Write(ctx context.Context, key string, token uint64, prev, value int64) error {
+	rep, err := r.call(ctx, Request{F: history.Write, Key: key, Token: token, Prev: prev, Value: value})
+	if err != nil {
+		return err
+	}
+	return errorOf(rep)
+}
+
+func (r *Remote) Release(ctx context.Context, key string) error {
+	rep, err := r.call(ctx, Request{F: history.Release, Key: key})
+	if err != nil {
+		return err
+	}
+	return errorOf(rep)
+}
+
+// Close ends the agent: its stdin closes and it exits.
+func (r *Remote) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.in.Close()
+	if r.dead == nil {
+		r.dead = errors.New("closed")
+		return r.stop()
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// pipeAgent runs Serve in a goroutine over pipes, as `check agent` runs
+// behind an exec stream.
+func pipeAgent(t *testing.T, c backends.Client) *Remote {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		Serve(inR, outW, c)
+		outW.Close()
+	}()
+	r, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestRemoteRunsTheSection(t *testing.T) {
+	svc := memory.NewService(time.Second)
+	store := fenced.NewStore(fenced.All)
+	r := pipeAgent(t, memory.NewClient(svc, store, time.Second, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tok, err := r.Acquire(ctx, "k0")
+	if err != nil || tok != 1 {
+		t.Fatalf("acquire: %d %v", tok, err)
+	}
+	v, err := r.Read(ctx, "k0", tok)
+	if err != nil || v != 0 {
+		t.Fatalf("read: %d %v", v, err)
+	}
+	if err := r.Write(ctx, "k0", tok, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Release(ctx, "k0"); err != nil {
+		t.Fatal(err)
+	}
+	// A stale token comes back as the storage's definite refusal.
+	tok, err = r.Acquire(ctx, "k0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Write(ctx, "k0", tok+10, 5)
+	if _, err := r.Read(ctx, "k0", tok); !errors.Is(err, backends.ErrFenced) {
+		t.Fatalf("stale read: %v", err)
+	}
+	r.Close()
+}
+
+// fakeAgent answers with whatever script says, to exercise the harness
+// side against agents that misbehave.
+func fakeAgent(t *testing.T, script func(req string, w io.Writer)) *Remote {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		io.WriteString(outW, `{"id":0,"type":"ok"}`+"\n")
+		buf := make([]byte, 4096)
+		for {
+			n, err := inR.Read(buf)
+			if err != nil {
+				outW.Close()
+				return
+			}
+			script(string(buf[:n]), outW)
+		}
+	}()
+	r, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGarbageHangAndDeathAreUnknown(t *testing.T) {
+	cases := map[string]func(string, io.Writer){
+		"garbage": func(_ string, w io.Writer) { io.WriteString(w, "panic: runtime error\n") },
+		"hang":    func(string, io.Writer) {},
+		"death":   func(_ string, w io.Writer) { w.(*io.PipeWriter).Close() },
+	}
+	for name, script := range cases {
+		r := fakeAgent(t, script)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		_, err := r.Acquire(ctx, "k0")
+		cancel()
+		if typ, _ := backends.Outcome(err); typ != history.Info || !errors.Is(err, ErrAgentGone) {
+			t.Errorf("%s: %v → %s, want info (agent gone)", name, err, typ)
+		}
+		// The process is retired: the next call fails definitely.
+		_, err = r.Read(context.Background(), "k0", 1)
+		if typ, _ := backends.Outcome(err); typ != history.Fail {
+			t.Errorf("%s: a call after the agent died: %v", name, err)
+		}
+	}
+}
+
+func TestAgentThatNeverStarts(t *testing.T) {
+	_, outW := io.Pipe()
+	outR, w := io.Pipe()
+	go func() { io.WriteString(w, "exec: check: not found\n") }()
+	_, err := NewRemote(context.Background(), outW, outR, func() error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// FuzzServe: no request line makes the agent panic.
+func FuzzServe(f *testing.F) {
+	f.Add(`{"id":1,"f":"acquire","key":"k0","timeout_ms":100}`)
+	f.Add(`{"id":2,"f":"write","key":"k0","token":1,"prev":0,"value":1}`)
+	f.Add(`{"id":3,"f":"cas"}`)
+	f.Fuzz(func(t *testing.T, line string) {
+		svc := memory.NewService(time.Second)
+		c := memory.NewClient(svc, fenced.NewStore(fenced.All), time.Second, nil)
+		defer c.Close()
+		Serve(strings.NewReader(line+"\n"), io.Discard, c)
+	})
+}
