@@ -39,6 +39,9 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
+	// AgentBinary is the static check binary copied into the containers
+	// (default: FENCECHECK_BINARY, else this executable).
+	AgentBinary string
 }
 
 // UsageError is bad input: it names the flag, what was wrong and what is
@@ -66,7 +69,7 @@ type BackendInfo struct {
 
 // Backends lists the backends this build can run.
 var Backends = []BackendInfo{
-	{Name: "memory", Recipes: []string{"lease"}, Storages: []string{"fenced"}, Clusters: []string{"inprocess"}, MinTTL: 50 * time.Millisecond},
+	{Name: "memory", Recipes: []string{"lease"}, Storages: []string{"fenced"}, Clusters: []string{"inprocess", "docker"}, MinTTL: 50 * time.Millisecond},
 }
 
 // Faults lists every --nemesis word this build knows.

@@ -136,7 +136,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	}
 
 	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
-	sys, err := openSystem(sig.Stop, &cfg)
+	sys, err := openSystem(sig.Stop, &cfg, dir, logf, progress)
 	if err != nil {
 		closeHistory()
 		return out, fmt.Errorf("setting up the system under test: %w", err)
@@ -176,7 +176,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		n, err := runWorkload(runCtx, &cfg, sys, rec, logf)
 		wlDone <- wlResult{n, err}
 	}()
-	stopProgress := startProgress(runCtx, &cfg, rec, sched, started, logf)
+	stopProgress := startProgress(runCtx, &cfg, rec, sched, time.Now(), logf)
 	<-runCtx.Done()
 	nemErr := <-nemDone
 	healErr := nemesis.HealAll(faults)

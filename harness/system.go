@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
@@ -35,7 +36,7 @@ func (s inProcess) Close(context.Context) error {
 }
 
 // openSystem sets up what cfg asks for.
-func openSystem(_ context.Context, cfg *Config) (System, error) {
+func openSystem(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
 	mode, err := fenced.ParseMode(cfg.Fencing)
 	if err != nil {
 		return nil, err
@@ -43,6 +44,8 @@ func openSystem(_ context.Context, cfg *Config) (System, error) {
 	switch {
 	case cfg.Backend == "memory" && cfg.Cluster == "inprocess":
 		return inProcess{memory.NewInProcess(cfg.LeaseTTL, mode)}, nil
+	case cfg.Cluster == "docker":
+		return openDocker(ctx, cfg, dir, logf, progress)
 	}
 	return nil, fmt.Errorf("backend %s on cluster %s is not available in this build", cfg.Backend, cfg.Cluster)
 }

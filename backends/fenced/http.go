@@ -23,6 +23,9 @@ type answer struct {
 // storage can be partitioned and paused like any node.
 func Handler(s *Store) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		backends.WriteJSON(w, map[string]string{"fencing": string(s.Mode())}, nil)
+	})
 	mux.HandleFunc("POST /read", func(w http.ResponseWriter, r *http.Request) {
 		var req request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -58,3 +61,6 @@ func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, err
 func (r *Remote) Write(ctx context.Context, key string, token uint64, value int64) error {
 	return backends.PostJSON(ctx, r.Client, r.URL+"/write", request{Key: key, Token: token, Value: value}, nil)
 }
+
+// Port is where `check storage` listens in the storage node.
+const Port = 7001

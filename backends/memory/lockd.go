@@ -23,6 +23,9 @@ type lockAnswer struct {
 // /release answer at once.
 func Handler(s *Service) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		backends.WriteJSON(w, map[string]string{"lease_ttl": s.TTL().String()}, nil)
+	})
 	handle := func(path string, f func(ctx context.Context, req lockRequest) (uint64, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			var req lockRequest

@@ -1,0 +1,75 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+// LogDir is where servers in the nodes write their logs.
+const LogDir = "/var/log/fencecheck"
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// StartDaemon starts cmd in node as a long-running server whose output goes
+// to LogDir/name.log, and whose pid is kept in LogDir/name.pid so Kill can
+// find it.
+func StartDaemon(ctx context.Context, c *compose.Cluster, node, name string, cmd []string, opts compose.ExecOptions) error {
+	var q []string
+	for _, a := range cmd {
+		q = append(q, shellQuote(a))
+	}
+	script := fmt.Sprintf("mkdir -p %[1]s && echo $$ > %[1]s/%[2]s.pid && exec %[3]s >>%[1]s/%[2]s.log 2>&1", LogDir, name, strings.Join(q, " "))
+	_, err := c.ExecDetached(ctx, node, []string{"sh", "-c", script}, opts)
+	return err
+}
+
+// KillDaemon SIGKILLs the server started as name in node.
+func KillDaemon(ctx context.Context, c *compose.Cluster, node, name string) error {
+	res, err := c.Exec(ctx, node, []string{"sh", "-c", fmt.Sprintf("kill -9 $(cat %s/%s.pid) 2>/dev/null; true", LogDir, name)})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("killing %s in %s: %s", name, node, res.Stderr)
+	}
+	return nil
+}
+
+// LogTail is the end of a server's log, for error messages.
+func LogTail(ctx context.Context, c *compose.Cluster, node, name string, lines int) string {
+	res, err := c.Exec(ctx, node, []string{"tail", "-n", fmt.Sprint(lines), fmt.Sprintf("%s/%s.log", LogDir, name)})
+	if err != nil {
+		return "(log unavailable: " + err.Error() + ")"
+	}
+	return strings.TrimSpace(res.Stdout)
+}
+
+// WaitUntil runs probe (a command in node) until it exits 0 or timeout
+// passes; on timeout the error carries the server's log tail.
+func WaitUntil(ctx context.Context, c *compose.Cluster, node, name string, probe []string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last string
+	for {
+		res, err := c.Exec(ctx, node, probe)
+		if err == nil && res.ExitCode == 0 {
+			return nil
+		}
+		if err != nil {
+			last = err.Error()
+		} else {
+			last = strings.TrimSpace(res.Stdout + " " + res.Stderr)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s in %s did not become ready within %s (last probe: %s); log tail:\n%s",
+				name, node, timeout, last, LogTail(context.WithoutCancel(ctx), c, node, name, 20))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

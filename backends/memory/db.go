@@ -1,0 +1,52 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+// LockdPort is where `check lockd` listens in its node.
+const LockdPort = 7000
+
+// DB runs the lease service as `check lockd` on the first server node: one
+// node, no replication — the point of this backend is the lease recipe, not
+// the service's availability.
+type DB struct {
+	TTL  time.Duration
+	node string
+}
+
+func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
+	if len(nodes) == 0 {
+		return fmt.Errorf("the memory lock service needs one server node")
+	}
+	d.node = nodes[0]
+	if err := d.Start(ctx, c, d.node); err != nil {
+		return err
+	}
+	return backends.WaitUntil(ctx, c, d.node, "lockd",
+		[]string{compose.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", LockdPort)}, 30*time.Second)
+}
+
+func (d *DB) Endpoints() []string { return []string{fmt.Sprintf("http://%s:%d", d.node, LockdPort)} }
+
+func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+	return backends.KillDaemon(ctx, c, node, "lockd")
+}
+
+func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+	return backends.StartDaemon(ctx, c, node, "lockd",
+		[]string{compose.BinaryPath, "lockd", "--listen", fmt.Sprintf(":%d", LockdPort), "--lease-ttl", d.TTL.String()}, compose.ExecOptions{})
+}
+
+func (d *DB) Primary(context.Context, *compose.Cluster) (string, error) { return d.node, nil }
+
+func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
+
+func (d *DB) Info() map[string]string {
+	return map[string]string{"lock service": "memory lease service (check lockd) on " + d.node}
+}

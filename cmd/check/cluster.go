@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+func failed(err error) error { return &exitError{harness.ExitFailed, err} }
+
+func newImageCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "image", Short: "The node image every container runs"}
+	build := &cobra.Command{
+		Use:   "build",
+		Short: "Build fencecheck/node:<hash> locally (no registry needed), printing progress",
+		Long: `image build makes the node image from Debian bookworm: where no registry answers,
+the base comes from debootstrap and docker import; then the servers (etcd,
+ZooKeeper, PostgreSQL, Redis) are installed from Debian's packages and etcd 3.6
+is built from the Go module proxy. The tag is a hash of the inputs, so a rebuild
+is only needed when they change.`,
+		Example: "  check image build",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cli, err := compose.Connect(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			start := time.Now()
+			tag, err := compose.BuildImage(ctx, cli, cmd.OutOrStdout())
+			if err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s in %s\n", tag, time.Since(start).Round(time.Second))
+			return nil
+		},
+	}
+	cmd.AddCommand(build)
+	return cmd
+}
+
+func newClusterCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "cluster", Short: "Bring a test cluster up by hand, list or remove clusters"}
+	var servers, clients int
+	var id string
+	up := &cobra.Command{
+		Use:     "up",
+		Short:   "Create the network and the nodes (n1..nN, storage, c1..cM); nothing is started in them",
+		Example: "  check cluster up --nodes 3 --clients 2 --id manual\n  docker exec -it fc-manual-n1 bash",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cli, err := compose.Connect(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			image, err := compose.EnsureImage(ctx, cli, cmd.OutOrStdout())
+			if err != nil {
+				return failed(err)
+			}
+			spec := compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: clients}
+			if err := spec.Validate(); err != nil {
+				return usageErr("%v", err)
+			}
+			c, err := compose.Up(ctx, cli, spec)
+			if err != nil {
+				return failed(err)
+			}
+			for _, n := range c.Nodes {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-8s %-16s %s\n", n.Name, n.Role, n.IP, compose.ContainerName(id, n.Name))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "remove with: check cluster down --id %s\n", id)
+			return nil
+		},
+	}
+	up.Flags().IntVar(&servers, "nodes", 3, "server nodes")
+	up.Flags().IntVar(&clients, "clients", 2, "client nodes")
+	up.Flags().StringVar(&id, "id", "manual", "the test id the objects are labelled with")
+
+	var downID string
+	down := &cobra.Command{
+		Use:     "down",
+		Short:   "Remove every container, network and volume of fencecheck tests (or of one test)",
+		Example: "  check cluster down            # every leftover\n  check cluster down --id manual",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
+			defer cancel()
+			cli, err := compose.Connect(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			before, _ := compose.List(ctx, cli, downID)
+			if err := compose.DownAll(ctx, cli, downID); err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %d objects\n", len(before))
+			return nil
+		},
+	}
+	down.Flags().StringVar(&downID, "id", "", "only this test's objects")
+
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "List the containers, networks and volumes fencecheck tests left behind",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cli, err := compose.Connect(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			objs, err := compose.List(ctx, cli, "")
+			if err != nil {
+				return failed(err)
+			}
+			if len(objs) == 0 {
+				fmt.Fprintln(cmd.OutOrStdout(), "no fencecheck containers, networks or volumes")
+			}
+			for _, o := range objs {
+				fmt.Fprintln(cmd.OutOrStdout(), o.String())
+			}
+			return nil
+		},
+	}
+	cmd.AddCommand(up, down, status)
+	return cmd
+}

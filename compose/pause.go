@@ -1,0 +1,53 @@
+package compose
+
+import (
+	"context"
+	"fmt"
+
+	cerrdefs "github.com/containerd/errdefs"
+)
+
+// Pause freezes every process of the node with the cgroup freezer. While
+// paused, exec into the node fails and the kernel still ACKs TCP for it:
+// peers see timeouts, not refusals.
+func (c *Cluster) Pause(ctx context.Context, node string) error {
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	if err := c.cli.ContainerPause(ctx, n.ContainerID); err != nil {
+		if cerrdefs.IsConflict(err) {
+			return nil // already paused
+		}
+		return fmt.Errorf("pausing %s: %w", node, daemonError(c.cli.DaemonHost(), err))
+	}
+	return nil
+}
+
+// Unpause resumes a paused node; resuming a running node does nothing.
+func (c *Cluster) Unpause(ctx context.Context, node string) error {
+	n, err := c.Node(node)
+	if err != nil {
+		return err
+	}
+	if err := c.cli.ContainerUnpause(ctx, n.ContainerID); err != nil {
+		if cerrdefs.IsConflict(err) {
+			return nil // not paused
+		}
+		return fmt.Errorf("resuming %s: %w", node, daemonError(c.cli.DaemonHost(), err))
+	}
+	return nil
+}
+
+// Paused reports whether the node is frozen now.
+func (c *Cluster) Paused(ctx context.Context, node string) (bool, error) {
+	n, err := c.Node(node)
+	if err != nil {
+		return false, err
+	}
+	info, err := c.cli.ContainerInspect(ctx, n.ContainerID)
+	if err != nil {
+		return false, daemonError(c.cli.DaemonHost(), err)
+	}
+	return info.State != nil && info.State.Paused, nil
+}

@@ -1,0 +1,187 @@
+package harness
+
+import (
+	"context"
+	"debug/elf"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/harness/agent"
+	"github.com/fencecheck/fencecheck/nemesis"
+)
+
+// dockerSystem is the system under test in containers: the lock service's
+// servers on n1..nN, the storage node, and one container per client slot
+// running `check agent` processes.
+type dockerSystem struct {
+	cfg     *Config
+	cluster *compose.Cluster
+	db      backends.DB
+	spec    backends.ClientSpec
+	image   string
+	logf    func(string, ...any)
+	dir     string
+}
+
+// testID names the cluster's Docker objects: short, unique, valid.
+func testID(cfg *Config, started time.Time) string {
+	return fmt.Sprintf("%s-%s", strings.ToLower(cfg.Backend), started.UTC().Format("150405.000"))
+}
+
+// agentBinary is the check binary to copy into the nodes.
+func agentBinary(cfg *Config) (string, error) {
+	path := cfg.AgentBinary
+	if path == "" {
+		path = os.Getenv("FENCECHECK_BINARY")
+	}
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return "", fmt.Errorf("finding the check binary to run in the containers: %w (set FENCECHECK_BINARY)", err)
+		}
+		path = exe
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%s cannot run in the containers: %v (build it with CGO_ENABLED=0 go build -o check ./cmd/check, or set FENCECHECK_BINARY)", path, err)
+	}
+	defer f.Close()
+	if f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64 {
+		return "", fmt.Errorf("%s is built for %s, not for the containers", path, f.Machine)
+	}
+	return path, nil
+}
+
+func newDB(cfg *Config) (backends.DB, int, error) {
+	switch cfg.Backend {
+	case "memory":
+		return &memory.DB{TTL: cfg.LeaseTTL}, 1, nil
+	}
+	return nil, 0, fmt.Errorf("backend %s cannot run in Docker yet", cfg.Backend)
+}
+
+func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
+	db, servers, err := newDB(cfg)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := agentBinary(cfg)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := compose.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	image, err := compose.EnsureImage(ctx, cli, progress)
+	if err != nil {
+		return nil, fmt.Errorf("the node image: %w", err)
+	}
+	id := testID(cfg, time.Now())
+	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
+	start := time.Now()
+	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin})
+	if err != nil {
+		return nil, err
+	}
+	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, image: image, logf: logf, dir: dir}
+	var nodes []string
+	for i := 1; i <= servers; i++ {
+		nodes = append(nodes, fmt.Sprintf("n%d", i))
+	}
+	if err := db.Setup(ctx, cl, nodes); err != nil {
+		s.Close(context.Background())
+		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)
+	}
+	mode, _ := fenced.ParseMode(cfg.Fencing)
+	url, err := fenced.StartNode(ctx, cl, mode)
+	if err != nil {
+		s.Close(context.Background())
+		return nil, fmt.Errorf("starting the storage node: %w", err)
+	}
+	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
+		LeaseTTL: cfg.LeaseTTL, Endpoints: db.Endpoints(), StorageURL: url}
+	logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
+	return s, nil
+}
+
+// NewClient starts an agent process in the slot's container.
+func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client, error) {
+	spec := s.spec
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	node := memory.SlotName(slot)
+	st, err := s.cluster.ExecStream(context.WithoutCancel(ctx), node, []string{compose.BinaryPath, "agent", "--spec", string(b)})
+	if err != nil {
+		return nil, err
+	}
+	go s.keepStderr(node, st.Stderr)
+	stop := func() error {
+		st.Stdin.Close()
+		return st.Close()
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return agent.NewRemote(sctx, st.Stdin, st.Stdout, stop)
+}
+
+// keepStderr appends an agent's stderr (a panic, a Go runtime error) to
+// logs/agents.log in the run directory.
+func (s *dockerSystem) keepStderr(node string, r io.Reader) {
+	b, _ := io.ReadAll(io.LimitReader(r, 1<<20))
+	if len(b) == 0 {
+		return
+	}
+	os.MkdirAll(filepath.Join(s.dir, "logs"), 0o755)
+	f, err := os.OpenFile(filepath.Join(s.dir, "logs", "agents.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "--- agent in %s\n%s\n", node, b)
+}
+
+func (s *dockerSystem) Freezer() nemesis.Freezer { return containerFreezer{s.cluster} }
+
+func (s *dockerSystem) Info() map[string]string {
+	info := map[string]string{"cluster": "docker " + s.cluster.TestID, "image": s.image}
+	for k, v := range s.db.Info() {
+		info[k] = v
+	}
+	return info
+}
+
+// Close collects every node's logs into the run directory and removes the
+// cluster.
+func (s *dockerSystem) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for _, n := range s.cluster.Nodes {
+		s.cluster.Unpause(ctx, n.Name)
+	}
+	paths := map[string][]string{}
+	for _, n := range s.cluster.Nodes {
+		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
+	}
+	if err := s.cluster.CollectLogs(ctx, filepath.Join(s.dir, "logs"), paths); err != nil {
+		s.logf("collecting logs: %v", err)
+	}
+	return s.cluster.Down(ctx)
+}
+
+// containerFreezer pauses whole containers with the cgroup freezer.
+type containerFreezer struct{ c *compose.Cluster }
+
+func (f containerFreezer) Freeze(ctx context.Context, node string) error { return f.c.Pause(ctx, node) }
+func (f containerFreezer) Thaw(ctx context.Context, node string) error   { return f.c.Unpause(ctx, node) }
