@@ -23,7 +23,10 @@ type Cluster struct {
 	Network string  // the network's name, fc-<test id>
 	Nodes   []*Node // n1..nN, storage, c1..cM
 
-	cli *client.Client
+	cli       *client.Client
+	privMu    sync.Mutex // privilegedExecWorks
+	privKnown bool
+	privOK    bool
 }
 
 // Node is one container of a cluster.

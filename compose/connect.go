@@ -41,6 +41,6 @@ func daemonError(host string, err error) error {
 	case client.IsErrConnectionFailed(err):
 		return fmt.Errorf("cannot reach the Docker daemon at %s: is it running? (%w)", host, err)
 	default:
-		return fmt.Errorf("docker daemon at %s: %w", host, err)
+		return err
 	}
 }

@@ -27,7 +27,7 @@ type ExecOptions struct {
 	User       string    // "postgres", "1000:1000"; "" for root
 	Env        []string  // KEY=VALUE, added to the image's environment
 	WorkDir    string    // "" for /
-	Privileged bool      // every capability: iptables and tc work even without NET_ADMIN
+	Privileged bool      // every capability, where the engine can grant it (see ExecPrivileged)
 	Stdin      io.Reader // Exec and ExecWith only: fed to the command, then closed
 }
 
@@ -39,13 +39,17 @@ func (c *Cluster) Exec(ctx context.Context, node string, cmd []string) (ExecResu
 	return c.ExecWith(ctx, node, cmd, ExecOptions{})
 }
 
-// ExecPrivileged is Exec with every capability, for iptables and tc.
+// ExecPrivileged is Exec with every capability, for iptables and tc. Where
+// the engine cannot start a privileged exec at all (see
+// privilegedExecWorks), the command runs with the container's own
+// capabilities, which include NET_ADMIN.
 func (c *Cluster) ExecPrivileged(ctx context.Context, node string, cmd []string) (ExecResult, error) {
 	return c.ExecWith(ctx, node, cmd, ExecOptions{Privileged: true})
 }
 
 // ExecWith is Exec with options.
 func (c *Cluster) ExecWith(ctx context.Context, node string, cmd []string, opts ExecOptions) (ExecResult, error) {
+	opts.Privileged = opts.Privileged && c.privilegedExecWorks(ctx, node)
 	id, resp, err := c.execAttach(ctx, node, cmd, opts, opts.Stdin != nil)
 	if err != nil {
 		return ExecResult{}, err
@@ -85,6 +89,7 @@ func (c *Cluster) ExecDetached(ctx context.Context, node string, cmd []string, o
 	if err != nil {
 		return "", err
 	}
+	opts.Privileged = opts.Privileged && c.privilegedExecWorks(ctx, node)
 	create, err := c.cli.ContainerExecCreate(ctx, n.ContainerID, execOptions(cmd, opts, false))
 	if err != nil {
 		return "", fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
@@ -103,6 +108,37 @@ func (c *Cluster) ExecState(ctx context.Context, execID string) (running bool, e
 		return false, 0, 0, err
 	}
 	return info.Running, info.ExitCode, info.Pid, nil
+}
+
+// privilegedExecWorks finds out, once per cluster, whether the engine can
+// start a privileged exec. Where the host's own capability bounding set
+// lacks a capability (CAP_SYS_RESOURCE on some sandboxed hosts), runc fails
+// every privileged exec with "unable to apply caps" before the command runs.
+// The commands then run with the container's capabilities, which include
+// NET_ADMIN: enough for iptables and tc.
+func (c *Cluster) privilegedExecWorks(ctx context.Context, node string) bool {
+	c.privMu.Lock()
+	defer c.privMu.Unlock()
+	if c.privKnown {
+		return c.privOK
+	}
+	id, resp, err := c.execAttach(ctx, node, []string{"true"}, ExecOptions{Privileged: true}, false)
+	if err != nil {
+		return true // the node is paused or gone: let the real command say so
+	}
+	var out bytes.Buffer
+	stdcopy.StdCopy(&out, &out, resp.Reader)
+	resp.Close()
+	code, err := c.execExitCode(ctx, id)
+	switch {
+	case err != nil:
+		return true
+	case code == 0:
+		c.privKnown, c.privOK = true, true
+	case strings.Contains(out.String(), "unable to apply caps"):
+		c.privKnown, c.privOK = true, false
+	}
+	return c.privOK || !c.privKnown
 }
 
 func execOptions(cmd []string, opts ExecOptions, attach bool) container.ExecOptions {
@@ -183,6 +219,7 @@ func (c *Cluster) ExecStream(ctx context.Context, node string, cmd []string) (*S
 
 // ExecStreamWith is ExecStream with options (Stdin in opts is ignored).
 func (c *Cluster) ExecStreamWith(ctx context.Context, node string, cmd []string, opts ExecOptions) (*Stream, error) {
+	opts.Privileged = opts.Privileged && c.privilegedExecWorks(ctx, node)
 	id, resp, err := c.execAttach(ctx, node, cmd, opts, true)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/etcd"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
 )
@@ -32,6 +33,11 @@ func OpenClient(ctx context.Context, spec backends.ClientSpec) (backends.Client,
 			return nil, fmt.Errorf("the memory backend cannot use storage %q", spec.Storage)
 		}
 		return memory.NewClient(&memory.Remote{URL: spec.Endpoints[0], Client: hc}, storage, spec.LeaseTTL, nil), nil
+	case "etcd":
+		if spec.Storage != "etcd" && storage == nil {
+			return nil, fmt.Errorf("the etcd backend cannot use storage %q", spec.Storage)
+		}
+		return etcd.NewClient(spec.Endpoints, spec.LeaseTTL, storage)
 	}
 	return nil, fmt.Errorf("no client for backend %q", spec.Backend)
 }

@@ -25,9 +25,11 @@ type Config struct {
 	Keys    int
 	Cluster string // "inprocess" or "docker"
 	Nodes   int
-	Seed    int64
-	Store   string
-	Name    string // the test's name in the store; derived when empty
+	// ServerVersion picks the server build where there are several.
+	ServerVersion string
+	Seed          int64
+	Store         string
+	Name          string // the test's name in the store; derived when empty
 
 	TimeLimit       time.Duration
 	LeaseTTL        time.Duration
@@ -63,13 +65,20 @@ type BackendInfo struct {
 	Recipes  []string // the first is the default
 	Storages []string // the first is the default
 	Clusters []string // the first is the default
-	// MinTTL is the shortest lease the service grants.
+	// MinTTL is the shortest lease the flag accepts (a backend may still
+	// clamp it up, and says so).
 	MinTTL time.Duration
+	// Versions of the servers, for --server-version; the first is the
+	// default. Nodes are the accepted --nodes (empty: the backend uses one).
+	Versions []string
+	Nodes    []int
 }
 
 // Backends lists the backends this build can run.
 var Backends = []BackendInfo{
 	{Name: "memory", Recipes: []string{"lease"}, Storages: []string{"fenced"}, Clusters: []string{"inprocess", "docker"}, MinTTL: 50 * time.Millisecond},
+	{Name: "etcd", Recipes: []string{"mutex"}, Storages: []string{"fenced", "etcd"}, Clusters: []string{"docker"}, MinTTL: 100 * time.Millisecond,
+		Versions: []string{"3.6", "3.4"}, Nodes: []int{3, 5}},
 }
 
 // Faults lists every --nemesis word this build knows.
@@ -104,6 +113,9 @@ func (c *Config) Defaults() {
 		if c.Cluster == "" {
 			c.Cluster = b.Clusters[0]
 		}
+		if c.ServerVersion == "" && len(b.Versions) > 0 {
+			c.ServerVersion = b.Versions[0]
+		}
 	}
 	if c.PauseDuration == 0 {
 		c.PauseDuration = 2 * c.LeaseTTL
@@ -128,10 +140,22 @@ func (c *Config) Validate() error {
 		return usage("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
 	}
 	if !slices.Contains(b.Storages, c.Storage) {
-		return usage("storage", "backend %s cannot use storage %q (accepted: %s)", c.Backend, c.Storage, strings.Join(b.Storages, ", "))
+		return usage("storage", "backend %s cannot use storage %q (accepted: %s; storage etcd needs --backend etcd)", c.Backend, c.Storage, strings.Join(b.Storages, ", "))
+	}
+	if c.Storage != "fenced" && c.Fencing != "none" {
+		return usage("fencing", "storage %s does its own guarding: --fencing applies to the fenced storage node only (drop it or use --storage fenced)", c.Storage)
 	}
 	if !slices.Contains(b.Clusters, c.Cluster) {
 		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, strings.Join(b.Clusters, ", "))
+	}
+	if len(b.Versions) > 0 && !slices.Contains(b.Versions, c.ServerVersion) {
+		return usage("server-version", "backend %s has no server version %q (accepted: %s)", c.Backend, c.ServerVersion, strings.Join(b.Versions, ", "))
+	}
+	if len(b.Versions) == 0 && c.ServerVersion != "" {
+		return usage("server-version", "backend %s has one server build; drop the flag", c.Backend)
+	}
+	if c.Cluster == "docker" && len(b.Nodes) > 0 && !slices.Contains(b.Nodes, c.Nodes) {
+		return usage("nodes", "backend %s runs on %v nodes, not %d", c.Backend, b.Nodes, c.Nodes)
 	}
 	if _, err := fenced.ParseMode(c.Fencing); err != nil {
 		return usage("fencing", "%v", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/etcd"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
 	"github.com/fencecheck/fencecheck/compose"
@@ -65,6 +66,8 @@ func newDB(cfg *Config) (backends.DB, int, error) {
 	switch cfg.Backend {
 	case "memory":
 		return &memory.DB{TTL: cfg.LeaseTTL}, 1, nil
+	case "etcd":
+		return &etcd.DB{Version: cfg.ServerVersion}, cfg.Nodes, nil
 	}
 	return nil, 0, fmt.Errorf("backend %s cannot run in Docker yet", cfg.Backend)
 }
@@ -87,6 +90,12 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		return nil, fmt.Errorf("the node image: %w", err)
 	}
 	id := testID(cfg, time.Now())
+	if d, ok := db.(*etcd.DB); ok {
+		d.TestID = id
+		if secs, clamped := etcd.TTLSeconds(cfg.LeaseTTL); clamped {
+			logf("etcd grants leases in whole seconds of at least %s: --lease-ttl %s is clamped to %ds", etcd.MinTTL, cfg.LeaseTTL, secs)
+		}
+	}
 	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
 	start := time.Now()
 	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin})
@@ -102,11 +111,14 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		s.Close(context.Background())
 		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)
 	}
-	mode, _ := fenced.ParseMode(cfg.Fencing)
-	url, err := fenced.StartNode(ctx, cl, mode)
-	if err != nil {
-		s.Close(context.Background())
-		return nil, fmt.Errorf("starting the storage node: %w", err)
+	var url string
+	if cfg.Storage == "fenced" {
+		mode, _ := fenced.ParseMode(cfg.Fencing)
+		url, err = fenced.StartNode(ctx, cl, mode)
+		if err != nil {
+			s.Close(context.Background())
+			return nil, fmt.Errorf("starting the storage node: %w", err)
+		}
 	}
 	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
 		LeaseTTL: cfg.LeaseTTL, Endpoints: db.Endpoints(), StorageURL: url}
