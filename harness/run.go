@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/backends/memory"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -255,30 +253,4 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		p = append(p, reports.Param{Name: k, Value: info[k]})
 	}
 	return p
-}
-
-// buildFaults turns --nemesis into faults over sys.
-func buildFaults(cfg *Config, sys System, rec *history.Recorder) ([]nemesis.Fault, error) {
-	var out []nemesis.Fault
-	slots := func(context.Context) ([]string, error) {
-		var ts []string
-		for i := 1; i <= cfg.Clients; i++ {
-			ts = append(ts, memory.SlotName(i))
-		}
-		return ts, nil
-	}
-	for _, f := range cfg.Nemesis {
-		switch f {
-		case "none":
-		case "pause":
-			out = append(out, &nemesis.Pause{Label: "pause", Freezer: sys.Freezer(), Targets: slots})
-		case "pause-holder":
-			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: func(p int) string { return memory.SlotName(p%cfg.Clients + 1) }}
-			rec.Observe(ph.Observe)
-			out = append(out, ph)
-		default:
-			return nil, errors.New("fault " + f + " is not available for this backend")
-		}
-	}
-	return out, nil
 }
