@@ -1,0 +1,148 @@
+package harness
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// dockerOrSkip builds the static check binary the containers run and
+// makes sure the engine answers. Under CI=true a missing engine fails the
+// test instead of skipping it.
+func dockerOrSkip(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Docker tests are not short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cli, err := compose.Connect(ctx)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Docker is required under CI=true: %v", err)
+		}
+		t.Skipf("no Docker: %v", err)
+	}
+	cli.Close()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "fencecheck-bin")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "check")
+		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/check")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("building the check binary: %v", binErr)
+	}
+	return binPath
+}
+
+func dockerConfig(t *testing.T, backend, fencing string, nemesis ...string) Config {
+	return Config{
+		Backend: backend, Cluster: "docker", Nodes: 3, Fencing: fencing, Nemesis: nemesis, Clients: 5, Keys: 1,
+		TimeLimit: 15 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond,
+		NemesisInterval: 3 * time.Second, CheckTimeout: 2 * time.Minute, Store: t.TempDir(),
+		AgentBinary: dockerOrSkip(t),
+	}
+}
+
+// runDocker runs cfg and checks that the cluster is gone afterwards.
+func runDocker(t *testing.T, cfg Config) *Outcome {
+	t.Helper()
+	out, err := Run(quiet(), cfg, testWriter{t})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cli, err := compose.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	left, err := compose.List(ctx, cli, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range left {
+		if strings.HasPrefix(l.TestID, cfg.Backend+"-") {
+			t.Errorf("left behind: %s", l)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out.Dir, "logs")); err != nil {
+		t.Errorf("no server logs collected: %v", err)
+	}
+	return out
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func wantDocker(t *testing.T, out *Outcome, want models.Verdict) {
+	t.Helper()
+	if out.Result.Verdict != want {
+		t.Fatalf("verdict %s, want %s: %s (store %s)", out.Result.Verdict, want, out.Result.Explanation, out.Dir)
+	}
+}
+
+func TestDockerMemoryBackendReproducesTheSeed(t *testing.T) {
+	out := runDocker(t, dockerConfig(t, "memory", "none", "pause-holder"))
+	wantDocker(t, out, models.Invalid)
+	if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
+		t.Errorf("explanation: %s", out.Result.Explanation)
+	}
+	wantDocker(t, runDocker(t, dockerConfig(t, "memory", "all", "pause-holder")), models.Valid)
+}
+
+func TestDockerEtcdCleanRunIsValid(t *testing.T) {
+	cfg := dockerConfig(t, "etcd", "none", "none")
+	cfg.TimeLimit = 8 * time.Second
+	cfg.Keys = 2
+	wantDocker(t, runDocker(t, cfg), models.Valid)
+}
+
+func TestDockerEtcdUnfencedLeaseUnderHolderPauseIsInvalid(t *testing.T) {
+	out := runDocker(t, dockerConfig(t, "etcd", "none", "pause-holder"))
+	wantDocker(t, out, models.Invalid)
+	if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
+		t.Errorf("explanation does not name the stale write: %s", out.Result.Explanation)
+	}
+}
+
+func TestDockerEtcdFencedLeaseUnderHolderPauseIsValid(t *testing.T) {
+	wantDocker(t, runDocker(t, dockerConfig(t, "etcd", "all", "pause-holder")), models.Valid)
+}
+
+// etcd's own recommendation: the resource in etcd, every write a
+// transaction guarded by the lock's ownership.
+func TestDockerEtcdGuardedTransactionUnderHolderPauseIsValid(t *testing.T) {
+	cfg := dockerConfig(t, "etcd", "none", "pause-holder")
+	cfg.Storage = "etcd"
+	out := runDocker(t, cfg)
+	wantDocker(t, out, models.Valid)
+}
