@@ -6,11 +6,14 @@
 package harness
 
 import (
+	"context"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 )
 
@@ -61,9 +64,11 @@ func usage(flag, format string, args ...any) error {
 
 // BackendInfo says what a backend accepts.
 type BackendInfo struct {
-	Name     string
-	Recipes  []string // the first is the default
-	Storages []string // the first is the default
+	Name    string
+	Recipes []string // the first is the default
+	// Storages the backend keeps itself (etcd: the resource in etcd); the
+	// shared ones (Storages, e.g. the fenced node) work with every backend.
+	Storages []string
 	Clusters []string // the first is the default
 	// MinTTL is the shortest lease the flag accepts (a backend may still
 	// clamp it up, and says so).
@@ -72,17 +77,30 @@ type BackendInfo struct {
 	// default. Nodes are the accepted --nodes (empty: the backend uses one).
 	Versions []string
 	Nodes    []int
+
+	// NewDB makes the servers' side for a Docker run and says how many
+	// server nodes it needs.
+	NewDB func(cfg *Config, testID string) (db backends.DB, servers int, err error)
+	// OpenClient makes one client in an agent. storage is the shared
+	// storage's client, or nil when the backend keeps the resource itself
+	// (spec.Storage is then one of its own storages).
+	OpenClient func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error)
 }
 
-// Backends lists the backends this build can run.
-var Backends = []BackendInfo{
-	{Name: "memory", Recipes: []string{"lease"}, Storages: []string{"fenced"}, Clusters: []string{"inprocess", "docker"}, MinTTL: 50 * time.Millisecond},
-	{Name: "etcd", Recipes: []string{"mutex"}, Storages: []string{"fenced", "etcd"}, Clusters: []string{"docker"}, MinTTL: 100 * time.Millisecond,
-		Versions: []string{"3.6", "3.4"}, Nodes: []int{3, 5}},
+// Backends lists the backends this build can run, by name. Each backend
+// adds itself from its own file (backend_<name>.go), so adding a backend
+// touches no shared code.
+var Backends []BackendInfo
+
+func register(b BackendInfo) {
+	Backends = append(Backends, b)
+	sort.Slice(Backends, func(i, j int) bool { return Backends[i].Name < Backends[j].Name })
 }
 
 // Faults lists every --nemesis word this build knows.
-var Faults = []string{"none", "pause", "pause-holder"}
+var Faults = []string{"none", "pause", "pause-holder", "pause-server", "pause-leader",
+	"partition", "partition-one", "partition-halves", "partition-ring", "partition-bridge", "partition-primary",
+	"partition-client", "partition-client-storage", "kill", "kill-leader", "latency"}
 
 func backendInfo(name string) (BackendInfo, bool) {
 	for _, b := range Backends {
@@ -91,6 +109,15 @@ func backendInfo(name string) (BackendInfo, bool) {
 		}
 	}
 	return BackendInfo{}, false
+}
+
+func sharedStorages() []string {
+	var out []string
+	for k := range Storages {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func names() []string {
@@ -108,7 +135,7 @@ func (c *Config) Defaults() {
 			c.Recipe = b.Recipes[0]
 		}
 		if c.Storage == "" {
-			c.Storage = b.Storages[0]
+			c.Storage = "fenced"
 		}
 		if c.Cluster == "" {
 			c.Cluster = b.Clusters[0]
@@ -126,7 +153,11 @@ func (c *Config) Defaults() {
 		c.OpTimeout = max(10*time.Second, 2*c.PauseDuration+2*c.LeaseTTL)
 	}
 	if c.Name == "" {
-		c.Name = fmt.Sprintf("%s-%s-%s-%s", c.Backend, c.Recipe, c.Fencing, strings.Join(c.Nemesis, "+"))
+		storage := c.Storage
+		if _, shared := Storages[c.Storage]; shared {
+			storage += "-" + c.Fencing
+		}
+		c.Name = fmt.Sprintf("%s-%s-%s-%s", c.Backend, c.Recipe, storage, strings.Join(c.Nemesis, "+"))
 	}
 }
 
@@ -139,11 +170,16 @@ func (c *Config) Validate() error {
 	if !slices.Contains(b.Recipes, c.Recipe) {
 		return usage("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
 	}
-	if !slices.Contains(b.Storages, c.Storage) {
-		return usage("storage", "backend %s cannot use storage %q (accepted: %s; storage etcd needs --backend etcd)", c.Backend, c.Storage, strings.Join(b.Storages, ", "))
+	_, shared := Storages[c.Storage]
+	if !shared && !slices.Contains(b.Storages, c.Storage) {
+		accepted := append(sharedStorages(), b.Storages...)
+		return usage("storage", "backend %s cannot use storage %q (accepted: %s; a backend's own storage, such as etcd, needs that backend)", c.Backend, c.Storage, strings.Join(accepted, ", "))
 	}
-	if c.Storage != "fenced" && c.Fencing != "none" {
-		return usage("fencing", "storage %s does its own guarding: --fencing applies to the fenced storage node only (drop it or use --storage fenced)", c.Storage)
+	if !shared && c.Fencing != "none" {
+		return usage("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(sharedStorages(), ", "))
+	}
+	if shared && c.Cluster == "inprocess" && c.Storage != "fenced" {
+		return usage("storage", "storage %s needs --cluster docker", c.Storage)
 	}
 	if !slices.Contains(b.Clusters, c.Cluster) {
 		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, strings.Join(b.Clusters, ", "))

@@ -13,7 +13,6 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/etcd"
-	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/harness/agent"
@@ -62,18 +61,13 @@ func agentBinary(cfg *Config) (string, error) {
 	return path, nil
 }
 
-func newDB(cfg *Config) (backends.DB, int, error) {
-	switch cfg.Backend {
-	case "memory":
-		return &memory.DB{TTL: cfg.LeaseTTL}, 1, nil
-	case "etcd":
-		return &etcd.DB{Version: cfg.ServerVersion}, cfg.Nodes, nil
-	}
-	return nil, 0, fmt.Errorf("backend %s cannot run in Docker yet", cfg.Backend)
-}
-
 func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
-	db, servers, err := newDB(cfg)
+	b, _ := backendInfo(cfg.Backend)
+	if b.NewDB == nil {
+		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
+	}
+	id := testID(cfg, time.Now())
+	db, servers, err := b.NewDB(cfg, id)
 	if err != nil {
 		return nil, err
 	}
@@ -89,9 +83,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
 	}
-	id := testID(cfg, time.Now())
-	if d, ok := db.(*etcd.DB); ok {
-		d.TestID = id
+	if _, ok := db.(*etcd.DB); ok {
 		if secs, clamped := etcd.TTLSeconds(cfg.LeaseTTL); clamped {
 			logf("etcd grants leases in whole seconds of at least %s: --lease-ttl %s is clamped to %ds", etcd.MinTTL, cfg.LeaseTTL, secs)
 		}
@@ -111,17 +103,16 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		s.Close(context.Background())
 		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)
 	}
-	var url string
-	if cfg.Storage == "fenced" {
-		mode, _ := fenced.ParseMode(cfg.Fencing)
-		url, err = fenced.StartNode(ctx, cl, mode)
+	var url, secret string
+	if k, ok := Storages[cfg.Storage]; ok {
+		url, secret, err = k.Start(ctx, s)
 		if err != nil {
 			s.Close(context.Background())
-			return nil, fmt.Errorf("starting the storage node: %w", err)
+			return nil, fmt.Errorf("starting the storage (%s) in the storage node: %w", cfg.Storage, err)
 		}
 	}
 	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
-		LeaseTTL: cfg.LeaseTTL, Endpoints: db.Endpoints(), StorageURL: url}
+		LeaseTTL: cfg.LeaseTTL, Endpoints: db.Endpoints(), StorageURL: url, Secret: secret}
 	logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
 	return s, nil
 }

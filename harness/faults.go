@@ -2,12 +2,48 @@ package harness
 
 import (
 	"context"
-	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
+
+// inProcessFaults are the faults an in-process run can inject: it has no
+// containers, servers or network to break.
+var inProcessFaults = []string{"pause", "pause-holder"}
+
+// partitionShapes maps the partition words to the shapes each picks from.
+var partitionShapes = map[string][]nemesis.Shape{
+	"partition":                nemesis.ServerShapes,
+	"partition-one":            {nemesis.IsolateOne},
+	"partition-halves":         {nemesis.Halves},
+	"partition-ring":           {nemesis.Ring},
+	"partition-bridge":         {nemesis.Bridge},
+	"partition-primary":        {nemesis.IsolatePrimary},
+	"partition-client":         {nemesis.ClientFromServers},
+	"partition-client-storage": {nemesis.ClientFromStorage},
+}
+
+// The latency fault's delay: Jepsen's default of 50 ms with jitter, and a
+// little loss.
+var latencyDelayer = nemesis.Delayer{Queue: 7, Delay: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
+
+// holdFor is how long each fault stays applied: pauses for the pause
+// duration (longer than a lease, so that it expires), the other faults for
+// the nemesis interval.
+func holdFor(cfg *Config) func(nemesis.Fault) time.Duration {
+	return func(f nemesis.Fault) time.Duration {
+		if f.Name() == "pause" || strings.HasPrefix(f.Name(), "pause-") {
+			return cfg.PauseDuration
+		}
+		return cfg.NemesisInterval
+	}
+}
 
 // buildFaults turns --nemesis into faults over sys.
 func buildFaults(cfg *Config, sys System, rec *history.Recorder) ([]nemesis.Fault, error) {
@@ -19,18 +55,100 @@ func buildFaults(cfg *Config, sys System, rec *history.Recorder) ([]nemesis.Faul
 		}
 		return ts, nil
 	}
+	slotOf := func(p int) string { return memory.SlotName(p%cfg.Clients + 1) }
+	var holders *nemesis.Holders
+	holder := func() *nemesis.Holders {
+		if holders == nil {
+			holders = &nemesis.Holders{SlotOf: slotOf}
+			rec.Observe(holders.Observe)
+		}
+		return holders
+	}
+	ds, inDocker := sys.(*dockerSystem)
 	for _, f := range cfg.Nemesis {
 		switch f {
 		case "none":
 		case "pause":
 			out = append(out, &nemesis.Pause{Label: "pause", Freezer: sys.Freezer(), Targets: slots})
 		case "pause-holder":
-			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: func(p int) string { return memory.SlotName(p%cfg.Clients + 1) }}
+			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: slotOf}
 			rec.Observe(ph.Observe)
 			out = append(out, ph)
 		default:
-			return nil, errors.New("fault " + f + " is not available for this backend")
+			if !inDocker {
+				return nil, usage("nemesis", "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
+					f, strings.Join(inProcessFaults, ", "))
+			}
+			fault, err := ds.fault(f, holder)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, fault)
 		}
 	}
 	return out, nil
+}
+
+// fault builds one of the faults only a Docker cluster has.
+func (s *dockerSystem) fault(word string, holders func() *nemesis.Holders) (nemesis.Fault, error) {
+	var servers []string
+	for _, n := range s.cluster.Nodes {
+		if n.Role == compose.RoleServer {
+			servers = append(servers, n.Name)
+		}
+	}
+	if len(servers) == 0 {
+		return nil, fmt.Errorf("fault %s: the cluster has no server nodes", word)
+	}
+	all := func(context.Context) ([]string, error) { return servers, nil }
+	leader := func(ctx context.Context) ([]string, error) {
+		p, err := s.db.Primary(ctx, s.cluster)
+		if err != nil || p == "" {
+			return nil, err
+		}
+		return []string{p}, nil
+	}
+	primary := func(ctx context.Context) (string, error) { return s.db.Primary(ctx, s.cluster) }
+
+	if shapes, ok := partitionShapes[word]; ok {
+		shapes = possibleShapes(shapes, len(servers))
+		if len(shapes) == 0 {
+			return nil, usage("nemesis", "%s cuts the lock service's servers apart, and backend %s runs on %d server node(s): nothing to cut (partition-client and partition-client-storage work here)",
+				word, s.cfg.Backend, len(servers))
+		}
+		return &nemesis.Partition{Label: word, Cluster: s.cluster, Shapes: shapes, Servers: servers, Storage: compose.StorageNode,
+			Primary: primary, Holder: func(ctx context.Context) string { return holders().Wait(ctx) }}, nil
+	}
+	switch word {
+	case "pause-server":
+		return &nemesis.Pause{Label: word, Freezer: s.Freezer(), Targets: all}, nil
+	case "pause-leader":
+		return &nemesis.Pause{Label: word, Freezer: s.Freezer(), Targets: leader}, nil
+	case "kill":
+		return &nemesis.Kill{Label: word, Cluster: s.cluster, DB: s.db, Targets: all}, nil
+	case "kill-leader":
+		return &nemesis.Kill{Label: word, Cluster: s.cluster, DB: s.db, Targets: leader}, nil
+	case "latency":
+		l := &nemesis.Latency{Cluster: s.cluster, Targets: all, Delayer: latencyDelayer, Command: []string{compose.BinaryPath, "delay"}}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := l.Probe(ctx, servers[0]); err != nil {
+			return nil, usage("nemesis", "latency: %v", err)
+		}
+		return l, nil
+	}
+	return nil, usage("nemesis", "fault %s is not available for backend %s", word, s.cfg.Backend)
+}
+
+// possibleShapes keeps the shapes that cut something among n servers.
+func possibleShapes(shapes []nemesis.Shape, n int) []nemesis.Shape {
+	return slices.DeleteFunc(slices.Clone(shapes), func(s nemesis.Shape) bool {
+		switch s {
+		case nemesis.ClientFromServers, nemesis.ClientFromStorage:
+			return false
+		case nemesis.Ring, nemesis.Bridge:
+			return n < 3
+		}
+		return n < 2
+	})
 }
