@@ -44,6 +44,9 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
+	// NoNetworkDelay drops the in-process backend's simulated network
+	// delay, so a benchmark measures the harness alone.
+	NoNetworkDelay bool
 	// AgentBinary is the static check binary copied into the containers
 	// (default: FENCECHECK_BINARY, else this executable).
 	AgentBinary string

@@ -43,7 +43,11 @@ func openSystem(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	}
 	switch {
 	case cfg.Backend == "memory" && cfg.Cluster == "inprocess":
-		return inProcess{memory.NewInProcess(cfg.LeaseTTL, mode)}, nil
+		ip := memory.NewInProcess(cfg.LeaseTTL, mode)
+		if cfg.NoNetworkDelay {
+			ip.Delay = 0
+		}
+		return inProcess{ip}, nil
 	case cfg.Cluster == "docker":
 		return openDocker(ctx, cfg, dir, logf, progress)
 	}

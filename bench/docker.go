@@ -1,0 +1,3 @@
+package main
+
+func dockerRows() []row { return nil }

@@ -1,0 +1,74 @@
+// Command bench measures fencecheck against its speed and power goals and
+// prints one table: name, value, unit, goal, pass or fail. Run it with
+// bench/run; --docker adds the rows that need the Docker engine (etcd,
+// cluster and image timings). It is a measurement, never a test: nothing
+// here fails CI.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+)
+
+type row struct {
+	name  string
+	value float64
+	unit  string
+	goal  string
+	pass  bool
+	note  string
+}
+
+func main() {
+	checkerCase := flag.Int("checker-case", -1, "internal: check one synthetic case and print its numbers")
+	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
+	only := flag.String("only", "", "run only the rows whose group contains this word (checker, harness, detection, docker)")
+	flag.Parse()
+	if *checkerCase >= 0 {
+		checkerChild(*checkerCase)
+		return
+	}
+	var rows []row
+	want := func(group string) bool { return *only == "" || strings.Contains(group, *only) }
+	if want("checker") {
+		for i := range checkerCases {
+			rows = append(rows, runCheckerCase(i)...)
+			fmt.Fprintf(os.Stderr, "bench: %s done\n", checkerCases[i].name)
+		}
+	}
+	if want("harness") {
+		rows = append(rows, harnessRows()...)
+	}
+	if want("detection") {
+		rows = append(rows, detectionRows()...)
+	}
+	if *docker && want("docker") {
+		rows = append(rows, dockerRows()...)
+	}
+	print(rows)
+	for _, r := range rows {
+		if !r.pass {
+			os.Exit(1)
+		}
+	}
+}
+
+func print(rows []row) {
+	w := 0
+	for _, r := range rows {
+		w = max(w, len([]rune(r.name)))
+	}
+	fmt.Printf("%-*s  %12s  %-5s  %-26s  %s\n", w, "name", "value", "unit", "goal", "result")
+	for _, r := range rows {
+		res := "pass"
+		if !r.pass {
+			res = "FAIL"
+		}
+		if r.note != "" {
+			res += "  (" + r.note + ")"
+		}
+		fmt.Printf("%-*s  %12.3f  %-5s  %-26s  %s\n", w, r.name, r.value, r.unit, r.goal, res)
+	}
+}
