@@ -26,7 +26,7 @@ type checkerCase struct {
 	// degrades explains a case whose time is measured rather than held
 	// to the goal: where the search is exponential by nature.
 	degrades string
-	plain   bool // also check with porcupine's plain register model
+	plain    bool // also check with porcupine's plain register model
 }
 
 var checkerCases = []checkerCase{

@@ -44,6 +44,9 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
+	// KeepCluster leaves the Docker cluster up after the run (healed), for
+	// a look inside; `check cluster down` removes it.
+	KeepCluster bool
 	// NoNetworkDelay drops the in-process backend's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool

@@ -180,6 +180,11 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	if err := s.cluster.CollectLogs(ctx, filepath.Join(s.dir, "logs"), paths); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
+	if s.cfg.KeepCluster {
+		s.logf("cluster %s kept (--keep-cluster): docker exec -it %s bash; remove it with: check cluster down --id %s",
+			s.cluster.TestID, compose.ContainerName(s.cluster.TestID, "n1"), s.cluster.TestID)
+		return nil
+	}
 	return s.cluster.Down(ctx)
 }
 

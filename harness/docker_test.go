@@ -146,3 +146,50 @@ func TestDockerEtcdGuardedTransactionUnderHolderPauseIsValid(t *testing.T) {
 	out := runDocker(t, cfg)
 	wantDocker(t, out, models.Valid)
 }
+
+// An interrupt while a client container is frozen: the run heals, keeps
+// its history, checks what was recorded, and leaves no container behind;
+// an interrupt during setup leaves nothing behind either.
+func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
+	for _, at := range []time.Duration{1500 * time.Millisecond, 7 * time.Second} {
+		cfg := dockerConfig(t, "memory", "none", "pause-holder")
+		cfg.TimeLimit = time.Minute
+		cfg.PauseDuration = 30 * time.Second
+		stop, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(at, cancel)
+		out, err := Run(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t})
+		cancel()
+		ctx, cancelList := context.WithTimeout(context.Background(), 30*time.Second)
+		cli, cerr := compose.Connect(ctx)
+		if cerr != nil {
+			t.Fatal(cerr)
+		}
+		left, _ := compose.List(ctx, cli, "")
+		for _, l := range left {
+			if strings.HasPrefix(l.TestID, "memory-") {
+				t.Errorf("interrupt at %s left behind: %s", at, l)
+			}
+		}
+		cli.Close()
+		cancelList()
+		if at < 3*time.Second {
+			// During setup: the run could not be carried out.
+			if err == nil && !out.Interrupted {
+				t.Errorf("interrupt during setup: no error and not interrupted")
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("interrupt during the workload: %v", err)
+		}
+		if !out.Interrupted {
+			t.Error("the outcome does not say it was interrupted")
+		}
+		if _, err := os.Stat(filepath.Join(out.Dir, "history.jsonl")); err != nil {
+			t.Error(err)
+		}
+		if out.Result.Verdict == models.Valid {
+			t.Logf("verdict valid (the pause had not yet produced a stale write)")
+		}
+	}
+}

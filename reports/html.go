@@ -5,40 +5,193 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"math"
+	"sort"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )
 
 //go:embed report.html.tmpl
 var reportTemplate string
 
-var tmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"secs":  func(t int64) string { return fmt.Sprintf("%.3f s", float64(t)/1e9) },
+var funcs = template.FuncMap{
+	"secs":  secs,
 	"upper": strings.ToUpper,
-}).Parse(reportTemplate))
+	"verdictClass": func(v models.Verdict) string {
+		switch v {
+		case models.Valid, models.Invalid:
+			return string(v)
+		}
+		return "unknown"
+	},
+	"ms": func(v float64) string { return fmt.Sprintf("%.1f", v) },
+}
+
+var tmpl = template.Must(template.New("report").Funcs(funcs).Parse(reportTemplate))
+
+// maxFaultRows bounds the table of faults.
+const maxFaultRows = 200
 
 type keyView struct {
-	models.KeyResult
-	Story []Step
+	Key         string
+	ID          string
+	Verdict     models.Verdict
+	Ops         int
+	CheckMillis int64
+	Explanation string
+	Culprits    []int64
+	Story       []Step
+	// Vis is the relative link to porcupine's visualization of the key,
+	// empty when there is none.
+	Vis string
+}
+
+type countRow struct {
+	F                     string
+	OK, Fail, Info, Total int
+}
+
+type faultRow struct {
+	F, Nodes, Start, End, Length, Error string
 }
 
 type reportView struct {
-	*Run
-	Results  Results
-	Keys     []keyView
-	Timeline template.HTML
+	Name        string
+	Verdict     models.Verdict
+	Explanation string
+	Started     string
+	DurationS   float64
+	CheckS      float64
+	Events      int
+	Interrupted bool
+	Error       string
+	Command     string
+	Seed        string
+	Params      []Param
+	Keys        []keyView
+	Invalid     []keyView
+	Stats       Stats
+	Counts      []countRow
+	Faults      []faultRow
+	MoreFaults  int
+	Timelines   []Drawing
+	Latency     Drawing
+	Throughput  Drawing
+	Legend      []struct{ F, Color string }
+	Files       []string
+	Colors      map[string]string
+	// KeyColors tell the keys' lease bands apart, when there are a few.
+	KeyColors []struct{ Key, Color string }
+	// MoreInvalid counts the invalid keys whose story is left out.
+	MoreInvalid int
 }
 
-// WriteHTML writes the self-contained report.html: no script or style is
-// fetched from anywhere, and everything that came from a client or a
-// server is escaped by html/template.
+// maxStories bounds the stories told in one report.
+const maxStories = 10
+
+// visLink is where WriteAll puts porcupine's visualization of key i.
+func visLink(r *Run, i int) string {
+	k := &r.Result.Keys[i]
+	if !k.CanVisualize() {
+		return ""
+	}
+	if len(r.Result.Keys) > 1 {
+		return "linearizability/" + safeName(k.Key) + ".html"
+	}
+	return "linearizability.html"
+}
+
+// WriteHTML writes the self-contained report.html: no script, style or
+// font is fetched from anywhere, the figures are inline SVG, and
+// everything that came from a client, a server or a file is made valid
+// UTF-8 and escaped.
 func WriteHTML(w io.Writer, r *Run) error {
-	v := reportView{Run: r, Results: MakeResults(r)}
+	res := MakeResults(r)
+	v := reportView{
+		Name: clean(r.Name), Verdict: r.Result.Verdict, Explanation: clean(r.Result.Explanation),
+		Started: res.Started, DurationS: res.DurationS, CheckS: res.CheckS, Events: res.Events,
+		Interrupted: r.Interrupted, Error: clean(r.Error), Command: clean(r.Command), Stats: res.Stats,
+		Timelines: Timelines(r), Latency: Latency(r), Throughput: Throughput(r), Legend: legendFs(r.Ops),
+		Colors: map[string]string{"ok": colorOK, "fail": colorFail, "info": colorInfo, "fault": colorFault,
+			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
+	}
+	for i := range v.Timelines {
+		v.Timelines[i].Title, v.Timelines[i].Caption = clean(v.Timelines[i].Title), clean(v.Timelines[i].Caption)
+	}
+	if v.Explanation == "" && r.Result.Verdict == models.Valid {
+		v.Explanation = "Every key's history is consistent with correctly fenced storage."
+		if n := res.Stats.Overlaps; n > 0 {
+			v.Explanation += fmt.Sprintf(" Mutual exclusion was broken %d %s (two processes believed they held the same lease at once), and the storage refused %d %s with a stale token.",
+				n, plural(n, "time", "times"), res.Stats.Fenced, plural(res.Stats.Fenced, "op", "ops"))
+		}
+	}
+	for _, p := range r.Params {
+		v.Params = append(v.Params, Param{clean(p.Name), clean(p.Value)})
+		if p.Name == "seed" {
+			v.Seed = clean(p.Value)
+		}
+	}
 	for i := range r.Result.Keys {
 		k := &r.Result.Keys[i]
-		v.Keys = append(v.Keys, keyView{KeyResult: *k, Story: Story(r, k)})
+		kv := keyView{Key: clean(k.Key), ID: "story-" + safeName(k.Key), Verdict: k.Verdict, Ops: k.Ops, CheckMillis: k.CheckMillis,
+			Explanation: clean(k.Explanation), Culprits: k.Culprits, Vis: visLink(r, i)}
+		if k.Verdict == models.Invalid && len(v.Invalid) < maxStories {
+			for _, s := range Story(r, k) {
+				s.Text = clean(s.Text)
+				kv.Story = append(kv.Story, s)
+			}
+		}
+		v.Keys = append(v.Keys, kv)
+		if k.Verdict == models.Invalid {
+			if len(v.Invalid) == maxStories {
+				v.MoreInvalid++
+				continue
+			}
+			v.Invalid = append(v.Invalid, kv)
+		}
 	}
-	v.Timeline = Timeline(r)
+	for _, f := range sortedFs(r.Ops) {
+		m := res.Stats.Ops[f]
+		v.Counts = append(v.Counts, countRow{clean(f), m["ok"], m["fail"], m["info"], m["ok"] + m["fail"] + m["info"]})
+	}
+	for i, f := range r.Faults {
+		if i == maxFaultRows {
+			v.MoreFaults = len(r.Faults) - i
+			break
+		}
+		row := faultRow{F: clean(f.F), Nodes: clean(strings.Join(f.Nodes, ", ")), Start: secs(f.Start), Error: clean(f.Error)}
+		switch {
+		case f.End == math.MaxInt64:
+			row.End, row.Length = "never healed", "—"
+		default:
+			row.End, row.Length = secs(f.End), fmt.Sprintf("%.2f s", float64(f.End-f.Start)/1e9)
+		}
+		v.Faults = append(v.Faults, row)
+	}
+	if keys := sortedKeys(r.Ops); len(keys) > 1 && len(keys) <= len(keyColors) {
+		for i, k := range keys {
+			v.KeyColors = append(v.KeyColors, struct{ Key, Color string }{clean(k), keyColors[i]})
+		}
+	}
+	v.Files = []string{"history.jsonl", "results.json", "check.log"}
+	if visualizedKey(r) >= 0 {
+		v.Files = append(v.Files, "linearizability.html")
+	}
 	return tmpl.Execute(w, v)
+}
+
+// sortedKeys lists the keys of the ops, sorted, as the timeline colours them.
+func sortedKeys(ops []history.Op) []string {
+	seen := map[string]bool{}
+	var keys []string
+	for i := range ops {
+		if !seen[ops[i].Key] {
+			seen[ops[i].Key] = true
+			keys = append(keys, ops[i].Key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -10,22 +10,33 @@ import (
 // ResultsSchema names the version of results.json (docs/results.md).
 const ResultsSchema = "fencecheck/results/v1"
 
-// Results is the shape of results.json.
+// Results is the shape of results.json, documented field by field in
+// docs/results.md. Within one schema version fields are only ever added.
 type Results struct {
-	Schema      string             `json:"schema"`
-	Name        string             `json:"name"`
-	Verdict     models.Verdict     `json:"verdict"`
-	Explanation string             `json:"explanation,omitempty"`
-	Keys        []models.KeyResult `json:"keys"`
-	Stats       Stats              `json:"stats"`
-	Params      []Param            `json:"params"`
-	Command     string             `json:"command,omitempty"`
-	Started     string             `json:"started"`
-	DurationS   float64            `json:"duration_s"`
-	CheckS      float64            `json:"check_s"`
-	Events      int                `json:"events"`
-	Interrupted bool               `json:"interrupted,omitempty"`
-	Error       string             `json:"error,omitempty"`
+	// Schema is ResultsSchema.
+	Schema string `json:"schema"`
+	// Name is the test's name: the store's first level.
+	Name string `json:"name"`
+	// Verdict is valid, invalid or unknown, as the exit code says.
+	Verdict     models.Verdict `json:"verdict"`
+	Explanation string         `json:"explanation,omitempty"`
+	// Keys is the verdict on each key, sorted by key.
+	Keys  []models.KeyResult `json:"keys"`
+	Stats Stats              `json:"stats"`
+	// Params are everything needed to rerun the test, in order.
+	Params []Param `json:"params"`
+	// Command is the exact command line that reruns it, seed included.
+	Command string `json:"command,omitempty"`
+	// Started is the UTC wall-clock time of the history's time zero.
+	Started string `json:"started"`
+	// DurationS is the whole run in seconds, setup and check included.
+	DurationS float64 `json:"duration_s"`
+	// CheckS is the linearizability search in seconds.
+	CheckS float64 `json:"check_s"`
+	// Events is the number of lines of history.jsonl.
+	Events      int    `json:"events"`
+	Interrupted bool   `json:"interrupted,omitempty"`
+	Error       string `json:"error,omitempty"`
 }
 
 // MakeResults builds results.json's content.

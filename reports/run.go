@@ -1,7 +1,10 @@
 // Package reports turns a finished run — its history, its verdict and its
 // parameters — into what people and CI read: results.json, report.html,
-// porcupine's visualization and the summary on the terminal. Reports only
-// read: they never change a verdict or touch a cluster.
+// porcupine's visualization, the summary on the terminal, JUnit XML and the
+// GitHub step summary; and it reads a store back (LoadRun, ListRuns) to
+// regenerate a report or serve the store's index on localhost. Reports only
+// read: they never change a verdict, touch a cluster or write outside a
+// run's directory (and the files CI names).
 package reports
 
 import (

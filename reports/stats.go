@@ -20,6 +20,12 @@ type Stats struct {
 	AcquireMillis Quantiles `json:"acquire_ms"`
 	// Processes is how many process ids the run used.
 	Processes int `json:"processes"`
+	// Overlaps counts the intervals in which two or more processes
+	// believed they held the same key's lease at once (see Beliefs), and
+	// OverlapS is their total length in seconds: mutual exclusion broken,
+	// whether or not fencing then saved the storage.
+	Overlaps int     `json:"overlaps"`
+	OverlapS float64 `json:"overlap_s"`
 }
 
 // Quantiles of a latency distribution.
@@ -47,8 +53,10 @@ func ComputeStats(ops []history.Op) Stats {
 	s := Stats{Ops: map[string]map[string]int{}}
 	var acq []time.Duration
 	procs := map[int]bool{}
+	var end int64
 	for i := range ops {
 		o := &ops[i]
+		end = max(end, o.Call, o.Done)
 		procs[o.Process] = true
 		m := s.Ops[o.F]
 		if m == nil {
@@ -59,7 +67,7 @@ func ComputeStats(ops []history.Op) Stats {
 		if o.Type == history.Fail && o.Error == history.ErrFenced {
 			s.Fenced++
 		}
-		if o.Type == history.Fail && o.Error == "lease-lost" {
+		if o.Type == history.Fail && o.Error == ErrLeaseLost {
 			s.LeasesLost++
 		}
 		if o.F == history.Acquire && o.Type == history.OK {
@@ -68,5 +76,9 @@ func ComputeStats(ops []history.Op) Stats {
 	}
 	s.AcquireMillis = quantiles(acq)
 	s.Processes = len(procs)
+	for _, ov := range Overlaps(Beliefs(ops, end)) {
+		s.Overlaps++
+		s.OverlapS += float64(ov.End-ov.Start) / 1e9
+	}
 	return s
 }

@@ -24,8 +24,8 @@ func Summary(w io.Writer, r *Run) {
 		m := st.Ops[f]
 		fmt.Fprintf(w, "  %-8s ok %6d  fail %6d  info %4d\n", f, m["ok"], m["fail"], m["info"])
 	}
-	fmt.Fprintf(w, "  stale tokens fenced %d, leases known lost %d, acquire p50 %.1f ms p99 %.1f ms\n",
-		st.Fenced, st.LeasesLost, st.AcquireMillis.P50, st.AcquireMillis.P99)
+	fmt.Fprintf(w, "  stale tokens fenced %d, leases known lost %d, two holders at once %d times, acquire p50 %.1f ms p99 %.1f ms\n",
+		st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
 	for _, k := range r.Result.Keys {
 		fmt.Fprintf(w, "  key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
 	}

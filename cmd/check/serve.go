@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+func newServeCmd() *cobra.Command {
+	var store, addr string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the store on localhost: an index of every run, newest first, and their reports",
+		Long: `serve serves the store directory read-only on a loopback address: at / an index
+of every run with its verdict, newest first, each linking to its report.html,
+results.json, history.jsonl, linearizability.html and check.log. Only files
+inside the store are served. Ctrl-C stops it.`,
+		Example: `  check serve
+  check serve --store /var/fencecheck/store --addr 127.0.0.1:9090`,
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 0 {
+				return usageErr("serve takes no arguments (use --store DIR), got %q", args)
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return serveStore(ctx, store, addr, cmd.OutOrStdout(), nil)
+		},
+	}
+	cmd.Flags().StringVar(&store, "store", "store", "the store directory to serve")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "loopback address and port to listen on")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	return cmd
+}
+
+// serveStore serves store on addr until ctx ends. ready, if not nil, gets
+// the base URL once the server listens.
+func serveStore(ctx context.Context, store, addr string, out io.Writer, ready func(url string)) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErr("--addr: %v (want host:port, e.g. 127.0.0.1:8080)", err)
+	}
+	if !reports.IsLoopbackHost(host) {
+		return usageErr("--addr: %s is not a loopback address; serve listens on localhost only (e.g. 127.0.0.1:8080)", host)
+	}
+	if st, err := os.Stat(store); err != nil || !st.IsDir() {
+		return usageErr("--store: %s is not a directory", store)
+	}
+	h, err := reports.NewStoreServer(store)
+	if err != nil {
+		return usageErr("--store: %v", err)
+	}
+	defer h.Close()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return &exitError{harness.ExitFailed, fmt.Errorf("listening on %s: %w", addr, err)}
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(out, "serving %s at %s (Ctrl-C to stop)\n", store, url)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	if ready != nil {
+		ready(url)
+	}
+	select {
+	case err := <-done:
+		return &exitError{harness.ExitFailed, err}
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return &exitError{harness.ExitFailed, err}
+	}
+	return nil
+}

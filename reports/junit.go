@@ -1,0 +1,171 @@
+package reports
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// JUnit XML, as CI systems read it (the Ant/Surefire dialect GitHub,
+// GitLab and Jenkins accept).
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Skipped  int          `xml:"skipped,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name       string          `xml:"name,attr"`
+	Tests      int             `xml:"tests,attr"`
+	Failures   int             `xml:"failures,attr"`
+	Errors     int             `xml:"errors,attr"`
+	Skipped    int             `xml:"skipped,attr"`
+	Time       string          `xml:"time,attr"`
+	Timestamp  string          `xml:"timestamp,attr,omitempty"`
+	Properties []junitProperty `xml:"properties>property,omitempty"`
+	Cases      []junitCase     `xml:"testcase"`
+	SystemOut  string          `xml:"system-out,omitempty"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitOutcome `xml:"failure,omitempty"`
+	Error     *junitOutcome `xml:"error,omitempty"`
+	Skipped   *junitOutcome `xml:"skipped,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitOutcome struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the run as JUnit XML: one test suite named after the
+// test, one test case per key. An invalid key is a <failure> whose text
+// is the anomaly's story; an unknown key is an <error> (the check did
+// not finish), or <skipped> when no read or write of it reached the
+// storage (nothing to check). A run that did not complete adds a test
+// case "run" with an <error>. The suite's properties are the run's
+// parameters and its rerun command; each case's system-out says how to
+// rerun it and where the report is.
+func WriteJUnit(w io.Writer, r *Run) error {
+	suite := junitSuite{
+		Name: clean(r.Name), Time: fmt.Sprintf("%.3f", r.Duration.Seconds()),
+	}
+	if !r.Started.IsZero() {
+		suite.Timestamp = r.Started.UTC().Format("2006-01-02T15:04:05")
+	}
+	for _, p := range r.Params {
+		suite.Properties = append(suite.Properties, junitProperty{clean(p.Name), clean(p.Value)})
+	}
+	if r.Command != "" {
+		suite.Properties = append(suite.Properties, junitProperty{"command", clean(r.Command)})
+	}
+	where := rerunText(r)
+	class := "fencecheck." + clean(r.Name)
+	storage := storageOpsByKey(r.Ops)
+	for i := range r.Result.Keys {
+		k := &r.Result.Keys[i]
+		c := junitCase{Name: "key " + clean(k.Key), Classname: class, Time: fmt.Sprintf("%.3f", float64(k.CheckMillis)/1000), SystemOut: where}
+		switch k.Verdict {
+		case models.Valid:
+			if storage[k.Key] == 0 {
+				c.Skipped = &junitOutcome{Message: "nothing to check: no read or write of this key reached the storage"}
+				suite.Skipped++
+			}
+		case models.Invalid:
+			var text strings.Builder
+			for _, s := range Story(r, k) {
+				fmt.Fprintf(&text, "%s  %s\n", secs(s.Time), s.Text)
+			}
+			c.Failure = &junitOutcome{Message: clean(k.Explanation), Type: "invalid", Text: clean(text.String())}
+			suite.Failures++
+		default:
+			msg := k.Explanation
+			if msg == "" {
+				msg = "the check did not reach a verdict"
+			}
+			c.Error = &junitOutcome{Message: clean(msg), Type: "unknown"}
+			suite.Errors++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	if r.Error != "" || len(r.Result.Keys) == 0 {
+		msg := r.Error
+		if msg == "" {
+			msg = r.Result.Explanation
+		}
+		if msg == "" {
+			msg = "no key was checked"
+		}
+		suite.Cases = append(suite.Cases, junitCase{Name: "run", Classname: class, Time: suite.Time, SystemOut: where,
+			Error: &junitOutcome{Message: clean(msg), Type: "incomplete"}})
+		suite.Errors++
+	}
+	suite.Tests = len(suite.Cases)
+	doc := junitSuites{Name: "fencecheck", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
+		Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// WriteJUnitFile writes WriteJUnit's XML to path, creating its directory.
+func WriteJUnitFile(path string, r *Run) error {
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	return writeFile(path, func(f *os.File) error { return WriteJUnit(f, r) })
+}
+
+// rerunText tells CI how to rerun and where to look.
+func rerunText(r *Run) string {
+	var b strings.Builder
+	if r.Command != "" {
+		fmt.Fprintf(&b, "rerun: %s\n", clean(r.Command))
+	}
+	if r.Dir != "" {
+		fmt.Fprintf(&b, "report: %s\n", clean(filepath.Join(r.Dir, "report.html")))
+	}
+	return b.String()
+}
+
+// storageOpsByKey counts, per key, the reads and writes the model checks.
+func storageOpsByKey(ops []history.Op) map[string]int {
+	out := map[string]int{}
+	for i := range ops {
+		o := &ops[i]
+		if o.F != history.Acquire && models.Relevant(o) {
+			out[o.Key]++
+		}
+	}
+	return out
+}

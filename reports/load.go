@@ -1,0 +1,85 @@
+package reports
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// startedLayout is how results.json writes the start of a run.
+const startedLayout = "2006-01-02T15:04:05.000Z"
+
+// stampLayout is how the harness names a run's directory.
+const stampLayout = "20060102T150405.000Z"
+
+// ReadResults reads a results.json. It accepts any schema starting with
+// "fencecheck/results/" and says so when the schema is another.
+func ReadResults(path string) (*Results, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parseResults(b)
+}
+
+func parseResults(b []byte) (*Results, error) {
+	var res Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("results.json: %w", err)
+	}
+	if len(res.Schema) < len(schemaPrefix) || res.Schema[:len(schemaPrefix)] != schemaPrefix {
+		return nil, fmt.Errorf("results.json: schema %q is not a fencecheck results schema", res.Schema)
+	}
+	return &res, nil
+}
+
+const schemaPrefix = "fencecheck/results/"
+
+// LoadRun reads a stored run directory back into a Run: the history
+// (validated as docs/history.md says; a *history.ParseError names the bad
+// line) and, when the directory has a results.json, the run's name,
+// parameters, command, start, duration, interrupt and error. The verdict
+// is not read back: the caller checks the history again and sets Result.
+func LoadRun(dir string) (*Run, error) {
+	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return nil, err
+	}
+	ops, faults := history.Pair(events)
+	r := &Run{Dir: dir, Events: events, Ops: ops, Faults: faults}
+	old, err := ReadResults(filepath.Join(dir, "results.json"))
+	switch {
+	case err == nil:
+		r.Name, r.Params, r.Command = old.Name, old.Params, old.Command
+		r.Started, _ = time.Parse(startedLayout, old.Started)
+		r.Duration = time.Duration(old.DurationS * float64(time.Second))
+		r.Interrupted, r.Error = old.Interrupted, old.Error
+	case errors.Is(err, fs.ErrNotExist):
+	default:
+		return nil, err
+	}
+	abs, _ := filepath.Abs(dir)
+	if resolved, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = resolved
+	}
+	if r.Name == "" {
+		r.Name = filepath.Base(filepath.Dir(abs))
+	}
+	if r.Started.IsZero() {
+		if t, err := time.Parse(stampLayout, filepath.Base(abs)); err == nil {
+			r.Started = t
+		} else if st, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil {
+			r.Started = st.ModTime().Add(-time.Duration(historyEnd(r)))
+		}
+	}
+	if r.Duration == 0 {
+		r.Duration = time.Duration(historyEnd(r))
+	}
+	return r, nil
+}

@@ -1,0 +1,133 @@
+package reports
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// StepSummaryEnv is the variable GitHub Actions sets to the file a step
+// appends its Markdown summary to.
+const StepSummaryEnv = "GITHUB_STEP_SUMMARY"
+
+// maxSummarySteps bounds the story told in a step summary.
+const maxSummarySteps = 30
+
+// WriteStepSummary appends a Markdown summary of the run to path — in
+// GitHub Actions, os.Getenv(StepSummaryEnv) — and does nothing when path
+// is empty. The summary has the verdict, the explanation, a table of the
+// keys, the story of each invalid key, the counts and the rerun command.
+// Everything from a client or a server is escaped so that it shows as
+// text.
+func WriteStepSummary(path string, r *Run) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(StepSummary(r)); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// StepSummary is the Markdown WriteStepSummary appends.
+func StepSummary(r *Run) string {
+	var b strings.Builder
+	icon := map[models.Verdict]string{models.Valid: "✅", models.Invalid: "❌"}[r.Result.Verdict]
+	if icon == "" {
+		icon = "⚠️"
+	}
+	fmt.Fprintf(&b, "### %s fencecheck %s: %s\n\n", icon, md(r.Name), strings.ToUpper(string(r.Result.Verdict)))
+	if r.Result.Explanation != "" {
+		fmt.Fprintf(&b, "%s\n\n", md(r.Result.Explanation))
+	}
+	if r.Error != "" {
+		fmt.Fprintf(&b, "The run did not complete: %s\n\n", md(r.Error))
+	}
+	if r.Interrupted {
+		b.WriteString("The run was interrupted before its time limit.\n\n")
+	}
+	if len(r.Result.Keys) > 0 {
+		b.WriteString("| key | verdict | ops | explanation |\n|---|---|---:|---|\n")
+		for _, k := range r.Result.Keys {
+			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", md(k.Key), md(string(k.Verdict)), k.Ops, md(k.Explanation))
+		}
+		b.WriteString("\n")
+	}
+	for i := range r.Result.Keys {
+		k := &r.Result.Keys[i]
+		steps := Story(r, k)
+		if len(steps) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "<details><summary>What happened on %s</summary>\n\n", md(k.Key))
+		for j, s := range steps {
+			if j == maxSummarySteps {
+				fmt.Fprintf(&b, "1. … %d more steps in report.html\n", len(steps)-j)
+				break
+			}
+			fmt.Fprintf(&b, "1. `%s` %s\n", secs(s.Time), md(s.Text))
+		}
+		b.WriteString("\n</details>\n\n")
+	}
+	st := ComputeStats(r.Ops)
+	fmt.Fprintf(&b, "%d events; stale tokens fenced %d; leases lost %d; two holders at once %d times; acquire p50 %.1f ms, p99 %.1f ms.\n\n",
+		len(r.Events), st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
+	if r.Command != "" {
+		fence := strings.Repeat("`", max(3, longestRun(r.Command, '`')+1))
+		fmt.Fprintf(&b, "Rerun:\n\n%ssh\n%s\n%s\n\n", fence, oneLine(clean(r.Command)), fence)
+	}
+	if r.Dir != "" {
+		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, "report.html")))
+	}
+	return b.String()
+}
+
+// md escapes text for Markdown (and the HTML GitHub allows in it) so it
+// renders as itself, on one line, table cells included.
+func md(s string) string {
+	s = oneLine(clean(s))
+	var b strings.Builder
+	for _, r := range s {
+		switch r {
+		case '&':
+			b.WriteString("&amp;")
+		case '<':
+			b.WriteString("&lt;")
+		case '>':
+			b.WriteString("&gt;")
+		case '"':
+			b.WriteString("&quot;")
+		case '\\', '`', '*', '_', '[', ']', '(', ')', '#', '|', '!', '~', '{', '}':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "\t", " ").Replace(s)
+}
+
+func longestRun(s string, c byte) int {
+	best, cur := 0, 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == c {
+			cur++
+			best = max(best, cur)
+		} else {
+			cur = 0
+		}
+	}
+	return best
+}
