@@ -158,7 +158,7 @@ func (s *dockerSystem) keepStderr(node string, r io.Reader) {
 func (s *dockerSystem) Freezer() nemesis.Freezer { return containerFreezer{s.cluster} }
 
 func (s *dockerSystem) Info() map[string]string {
-	info := map[string]string{"cluster": "docker " + s.cluster.TestID, "image": s.image}
+	info := map[string]string{"docker test id": s.cluster.TestID, "image": s.image}
 	for k, v := range s.db.Info() {
 		info[k] = v
 	}

@@ -28,7 +28,7 @@ type inProcess struct{ *memory.InProcess }
 
 func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 func (s inProcess) Info() map[string]string {
-	return map[string]string{"cluster": "inprocess", "lease service": "memory (in process)", "storage": "fenced store (in process), fencing " + string(s.Store.Mode())}
+	return map[string]string{"lock service": "memory lease service (in process)", "storage node": "fenced store (in process), fencing " + string(s.Store.Mode())}
 }
 func (s inProcess) Close(context.Context) error {
 	s.ThawAll()

@@ -85,7 +85,10 @@ func (w *worker) section(ctx context.Context, key string) error {
 	token = acq.Token
 	rd, ok, info := w.op(history.Event{F: history.Read, Key: key, Token: token}, func(ctx context.Context) (history.Event, error) {
 		v, err := w.client.Read(ctx, key, token)
-		return history.Event{Value: history.Int64(v)}, err
+		if err != nil {
+			return history.Event{}, err
+		}
+		return history.Event{Value: history.Int64(v)}, nil
 	})
 	if info {
 		return w.retire(ctx)
@@ -172,7 +175,10 @@ func finalReads(cfg *Config, sys System, rec *history.Recorder, firstProcess int
 		if ok {
 			w.op(history.Event{F: history.Read, Key: key, Token: acq.Token}, func(ctx context.Context) (history.Event, error) {
 				v, err := c.Read(ctx, key, acq.Token)
-				return history.Event{Value: history.Int64(v)}, err
+				if err != nil {
+					return history.Event{}, err
+				}
+				return history.Event{Value: history.Int64(v)}, nil
 			})
 			w.op(history.Event{F: history.Release, Key: key, Token: acq.Token}, func(ctx context.Context) (history.Event, error) {
 				return history.Event{}, c.Release(ctx, key)

@@ -145,12 +145,12 @@ func sentence(o *history.Op, s traced) string {
 	}
 	switch {
 	case o.Type == history.OK && o.Token < s.fence && o.F == history.Write:
-		over := ""
+		held := ""
 		if s.valueBy != nil {
-			over = fmt.Sprintf(", over the value %d from %s", s.value, who(s.valueBy))
+			held = fmt.Sprintf("; the storage then held %d, from %s", s.value, who(s.valueBy))
 		}
 		return fmt.Sprintf("process %d wrote %s with token %d at %s after token %d was admitted at %s (%s)%s: a stale lease holder's write was accepted",
-			o.Process, i64(o.Value), o.Token, secs(o.Return), s.fence, secs(s.fenceBy.Return), who(s.fenceBy), over)
+			o.Process, i64(o.Value), o.Token, secs(o.Return), s.fence, secs(s.fenceBy.Return), who(s.fenceBy), held)
 	case o.F == history.Write && o.Type == history.OK && o.Prev != nil && *o.Prev != s.value:
 		return fmt.Sprintf("process %d wrote %s over %d at %s, but the storage held %d (written by %s): an update was lost",
 			o.Process, i64(o.Value), *o.Prev, secs(o.Return), s.value, who(s.valueBy))

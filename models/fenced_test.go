@@ -91,7 +91,7 @@ func TestSeedScenarioStaleWriteAcceptedIsInvalid(t *testing.T) {
 	r := b.check(t)
 	wantVerdict(t, r, Invalid)
 	k := r.Keys[0]
-	for _, want := range []string{"process 1 wrote 1 with token 33", "after token 34 was admitted", "process 2's read at 0.80 s", "over the value 1 from process 2's write at 1.00 s"} {
+	for _, want := range []string{"process 1 wrote 1 with token 33", "after token 34 was admitted", "process 2's read at 0.80 s", "the storage then held 1, from process 2's write at 1.00 s"} {
 		if !strings.Contains(k.Explanation, want) {
 			t.Errorf("explanation %q does not say %q", k.Explanation, want)
 		}

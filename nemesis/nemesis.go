@@ -113,21 +113,21 @@ func (s *Schedule) Run(ctx context.Context) error {
 	}
 	for i := 0; ctx.Err() == nil; i++ {
 		f := s.Faults[s.Rng.IntN(len(s.Faults))]
-		inv := s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: f.Name()})
-		_ = inv
 		targets, err := f.Start(ctx, s.Rng)
 		if err != nil || len(targets) == 0 {
 			msg := "nothing to hit"
 			if err != nil {
 				msg = err.Error()
 			}
-			// The start failed or found nothing: heal defensively, close
-			// the interval at once.
+			// The start failed or found nothing: heal defensively and
+			// record a lone info saying why.
 			herr := s.heal(f)
 			if herr != nil {
 				msg += "; heal: " + herr.Error()
 			}
-			s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Error: msg})
+			if ctx.Err() == nil || err != nil {
+				s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Error: msg})
+			}
 			if err != nil {
 				s.logf("nemesis: %s failed: %v", f.Name(), err)
 			}
@@ -136,6 +136,8 @@ func (s *Schedule) Run(ctx context.Context) error {
 			}
 			continue
 		}
+		// The fault is in effect from here: its interval starts now.
+		s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: f.Name(), Nodes: targets})
 		s.mu.Lock()
 		s.active[f.Name()] = targets
 		s.mu.Unlock()
