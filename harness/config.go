@@ -44,6 +44,9 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
+	// JUnit, when set, is where a JUnit XML report goes (one test case
+	// per key), for CI systems.
+	JUnit string
 	// KeepCluster leaves the Docker cluster up after the run (healed), for
 	// a look inside; `check cluster down` removes it.
 	KeepCluster bool

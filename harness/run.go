@@ -233,6 +233,17 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 			runErr = err
 		}
 	}
+	if cfg.JUnit != "" {
+		if err := reports.WriteJUnitFile(cfg.JUnit, r); err != nil {
+			logf("writing %s: %v", cfg.JUnit, err)
+			if runErr == nil {
+				runErr = err
+			}
+		}
+	}
+	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
+		logf("writing the step summary: %v", err)
+	}
 	if progress != nil {
 		reports.Summary(progress, r)
 	}
