@@ -74,3 +74,34 @@ func Outcome(err error) (history.Type, string) {
 	}
 	return history.Info, err.Error()
 }
+
+// failpointKey carries a failpoint hook in a context.
+type failpointKey struct{}
+
+// WithFailpoint returns ctx carrying hook, which a recipe calls at its
+// named failpoints (see Failpoint).
+func WithFailpoint(ctx context.Context, hook func(name string)) context.Context {
+	return context.WithValue(ctx, failpointKey{}, hook)
+}
+
+// Failpoint marks a point in a recipe where a fault can be injected
+// precisely, as etcd's robustness tests do with gofail. Every recipe calls
+// Failpoint(ctx, FailpointWriteChecked) after its last check that the
+// lease is still held and before the write leaves the client: the gap in
+// which the seed's pause does its damage. Without a hook it does nothing.
+func Failpoint(ctx context.Context, name string) {
+	if hook, ok := ctx.Value(failpointKey{}).(func(string)); ok && hook != nil {
+		hook(name)
+	}
+}
+
+// FailpointWriteChecked is the point between a client's lease check and
+// its write leaving for the storage.
+const FailpointWriteChecked = "write-checked"
+
+// FailpointHook is the hook ctx carries, or nil: for clients that run a
+// recipe elsewhere (an agent) and pass the failpoint on.
+func FailpointHook(ctx context.Context) func(string) {
+	hook, _ := ctx.Value(failpointKey{}).(func(string))
+	return hook
+}

@@ -121,9 +121,12 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	if err != nil {
 		return out, fmt.Errorf("creating history.jsonl: %w", err)
 	}
-	rec := history.NewRecorder(histFile)
+	var rec *history.Recorder
 	closeHistory := func() error {
-		err := rec.Err()
+		var err error
+		if rec != nil {
+			err = rec.Err()
+		}
 		if serr := histFile.Sync(); err == nil && serr != nil {
 			err = serr
 		}
@@ -141,7 +144,10 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	}
 	info := sys.Info()
 
-	faults, err := buildFaults(&cfg, sys, rec)
+	// The history's time zero is the start of the workload.
+	rec = history.NewRecorder(histFile)
+	hold := &nemesis.Hold{}
+	faults, err := buildFaults(&cfg, sys, rec, hold)
 	if err != nil {
 		sys.Close(context.Background())
 		closeHistory()
@@ -171,7 +177,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	}
 	wlDone := make(chan wlResult, 1)
 	go func() {
-		n, err := runWorkload(runCtx, &cfg, sys, rec, logf)
+		n, err := runWorkload(runCtx, &cfg, sys, rec, hold, logf)
 		wlDone <- wlResult{n, err}
 	}()
 	stopProgress := startProgress(runCtx, &cfg, rec, sched, time.Now(), logf)

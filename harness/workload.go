@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // worker is one client slot: a Jepsen-style logically single-threaded
@@ -24,6 +25,9 @@ type worker struct {
 	cfg     *Config
 	rng     *rand.Rand
 	logf    func(string, ...any)
+	// hold lets the nemesis stop this process at a failpoint of its write
+	// until a fault is in place (pause-holder).
+	hold *nemesis.Hold
 }
 
 func keyName(i int) string { return fmt.Sprintf("k%d", i) }
@@ -36,6 +40,11 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	e.Type = history.Invoke
 	w.rec.Record(e)
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
+	if w.hold != nil && e.F == history.Write {
+		if hook := w.hold.Hook(w.process, 10*time.Second); hook != nil {
+			ctx = backends.WithFailpoint(ctx, hook)
+		}
+	}
 	done, err := f(ctx)
 	cancel()
 	typ, msg := backends.Outcome(err)
@@ -71,6 +80,9 @@ func (w *worker) retire(ctx context.Context) error {
 // ends the section without a write; the lock is released either way. It
 // returns an error only when the slot cannot go on.
 func (w *worker) section(ctx context.Context, key string) error {
+	if w.hold != nil {
+		defer func(p int) { w.hold.End(p) }(w.process)
+	}
 	var token uint64
 	acq, ok, info := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
 		t, err := w.client.Acquire(ctx, key)
@@ -118,7 +130,7 @@ func (w *worker) section(ctx context.Context, key string) error {
 // runWorkload drives every slot until ctx ends; each slot finishes the
 // section it is in (ops have their own timeouts).
 // It returns the first process id no slot used.
-func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Recorder, logf func(string, ...any)) (int, error) {
+func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Recorder, hold *nemesis.Hold, logf func(string, ...any)) (int, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := cfg.Clients
@@ -130,7 +142,7 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 			return next, fmt.Errorf("slot c%d: opening a client: %w", slot, err)
 		}
 		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf}
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, hold: hold}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

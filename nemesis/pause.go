@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/fencecheck/fencecheck/history"
 )
@@ -68,50 +70,161 @@ func (s *frozenSet) thawAll(ctx context.Context, f Freezer) error {
 
 // PauseHolder is the targeted pause that makes the seed's story happen on
 // purpose: it waits for a client to read under a lease, then freezes that
-// client — before its write — for longer than the lease, so that another
-// client takes the lease over while the first still believes it holds it.
+// client between its last lease check and its write, for longer than the
+// lease, so that another client takes the lease over while the first still
+// believes it holds it.
+//
+// "Between the check and the write" is a failpoint every recipe marks
+// (backends.FailpointWriteChecked): the chosen process stops there, the
+// fault freezes it, and the write leaves when it wakes — the pause the seed
+// describes, placed exactly, as etcd's robustness tests place faults with
+// gofail. Freezing a container takes the engine tens of milliseconds; a
+// pause aimed at a moment without a failpoint would land before the check
+// (which then sees the lease gone) or after the write, and prove nothing.
 type PauseHolder struct {
 	Freezer Freezer
 	// TargetOf names the container or slot that runs a client process.
 	TargetOf func(process int) string
+	// Hold stops the chosen process at its failpoint.
+	Hold *Hold
 
-	reads  chan string
+	armed  atomic.Bool
+	picks  chan pick
 	once   sync.Once
 	frozen frozenSet
 }
 
+type pick struct {
+	target string
+	claim  *Claim
+}
+
 func (p *PauseHolder) Name() string { return "pause-holder" }
 
-func (p *PauseHolder) init() { p.once.Do(func() { p.reads = make(chan string, 64) }) }
+func (p *PauseHolder) init() { p.once.Do(func() { p.picks = make(chan pick, 1) }) }
 
-// Observe is a history observer: it notes every ok read, the moment a
-// holder is between reading and writing. It never blocks.
+// Observe is a history observer: the first ok read after Start is armed
+// picks its process and claims it, before it can send its write. It never
+// blocks.
 func (p *PauseHolder) Observe(e history.Event) {
 	p.init()
-	if e.IsNemesis() || e.F != history.Read || e.Type != history.OK {
+	if e.IsNemesis() || e.F != history.Read || e.Type != history.OK || p.Hold == nil {
 		return
 	}
+	if !p.armed.CompareAndSwap(true, false) {
+		return
+	}
+	c := p.Hold.Claim(e.Process)
 	select {
-	case p.reads <- p.TargetOf(e.Process):
+	case p.picks <- pick{target: p.TargetOf(e.Process), claim: c}:
 	default:
+		c.Release()
 	}
 }
 
 func (p *PauseHolder) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 	p.init()
-	// Forget reads from before this fault: their writes are done.
-	for len(p.reads) > 0 {
-		<-p.reads
-	}
-	select {
-	case <-ctx.Done():
-		return nil, nil
-	case t := <-p.reads:
-		if err := p.frozen.freeze(ctx, p.Freezer, t); err != nil {
-			return nil, err
+	for {
+		p.armed.Store(true)
+		select {
+		case <-ctx.Done():
+			p.armed.Store(false)
+			select {
+			case pk := <-p.picks:
+				pk.claim.Release()
+			default:
+			}
+			return nil, nil
+		case pk := <-p.picks:
+			if !pk.claim.Await(ctx, 10*time.Second) {
+				// Its section ended without a write (a refused read, a
+				// lost lease): wait for the next holder.
+				pk.claim.Release()
+				continue
+			}
+			err := p.frozen.freeze(ctx, p.Freezer, pk.target)
+			pk.claim.Release()
+			if err != nil {
+				return nil, err
+			}
+			return []string{pk.target}, nil
 		}
-		return []string{t}, nil
 	}
 }
 
 func (p *PauseHolder) Stop(ctx context.Context) error { return p.frozen.thawAll(ctx, p.Freezer) }
+
+// Hold lets a fault stop a client process at its next failpoint for as
+// long as it takes to put the fault in place.
+type Hold struct {
+	mu     sync.Mutex
+	claims map[int]*Claim
+}
+
+// Claim is one process held for a fault.
+type Claim struct {
+	reached, ended, released chan struct{}
+	reach, end, release      sync.Once
+}
+
+// Claim marks process p: its next failpoint will stop and wait.
+func (h *Hold) Claim(p int) *Claim {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.claims == nil {
+		h.claims = map[int]*Claim{}
+	}
+	c := &Claim{reached: make(chan struct{}), ended: make(chan struct{}), released: make(chan struct{})}
+	h.claims[p] = c
+	return c
+}
+
+// Await returns true once the process stops at its failpoint, false when
+// its section ends without one, ctx ends or max passes.
+func (c *Claim) Await(ctx context.Context, max time.Duration) bool {
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-c.reached:
+		return true
+	case <-c.ended:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return false
+}
+
+// Release lets the process go on.
+func (c *Claim) Release() { c.release.Do(func() { close(c.released) }) }
+
+// Hook is the failpoint hook for process p's next op, nil when p is not
+// claimed. At the failpoint it reports the process stopped and waits to be
+// released (at most max, so a fault that dies cannot stall a client).
+func (h *Hold) Hook(p int, max time.Duration) func(string) {
+	h.mu.Lock()
+	c := h.claims[p]
+	h.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return func(string) {
+		c.reach.Do(func() { close(c.reached) })
+		t := time.NewTimer(max)
+		defer t.Stop()
+		select {
+		case <-c.released:
+		case <-t.C:
+		}
+	}
+}
+
+// End says p's section is over: a claim it never reached is dropped.
+func (h *Hold) End(p int) {
+	h.mu.Lock()
+	c := h.claims[p]
+	delete(h.claims, p)
+	h.mu.Unlock()
+	if c != nil {
+		c.end.Do(func() { close(c.ended) })
+	}
+}

@@ -177,6 +177,7 @@ func (c *Client) Write(ctx context.Context, key string, token uint64, _, value i
 	if err != nil {
 		return err
 	}
+	backends.Failpoint(ctx, backends.FailpointWriteChecked)
 	if c.storage != nil {
 		return c.storage.Write(ctx, key, token, value)
 	}

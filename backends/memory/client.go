@@ -158,6 +158,7 @@ func (c *Client) Write(ctx context.Context, key string, token uint64, _, value i
 	if err := c.current(key, token); err != nil {
 		return err
 	}
+	backends.Failpoint(ctx, backends.FailpointWriteChecked)
 	c.send()
 	err := c.storage.Write(ctx, key, token, value)
 	c.receive()

@@ -31,7 +31,16 @@ type Request struct {
 	Prev    int64  `json:"prev,omitempty"`
 	Value   int64  `json:"value,omitempty"`
 	Timeout int64  `json:"timeout_ms"`
+	// Stop asks the agent to stop at the op's failpoints: it answers
+	// {"type":"checkpoint","error":NAME} and waits for {"f":"continue"}.
+	Stop bool `json:"stop,omitempty"`
 }
+
+// Checkpoint is the reply type of an op stopped at a failpoint.
+const Checkpoint history.Type = "checkpoint"
+
+// Continue is the f of the line that lets a stopped op go on.
+const Continue = "continue"
 
 // Reply is the agent's answer.
 type Reply struct {
@@ -60,21 +69,37 @@ func Serve(r io.Reader, w io.Writer, c backends.Client) error {
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return fmt.Errorf("malformed request %q: %w", sc.Text(), err)
 		}
-		if err := enc.Encode(Execute(c, req)); err != nil {
+		var hook func(string)
+		if req.Stop {
+			// At a failpoint: say so, then wait for the harness's
+			// word. The harness freezes this process in between.
+			hook = func(name string) {
+				enc.Encode(Reply{ID: req.ID, Type: Checkpoint, Error: name})
+				if sc.Scan() {
+					var cont Request
+					json.Unmarshal(sc.Bytes(), &cont)
+				}
+			}
+		}
+		if err := enc.Encode(Execute(c, req, hook)); err != nil {
 			return err
 		}
 	}
 	return sc.Err()
 }
 
-// Execute runs one request on c.
-func Execute(c backends.Client, req Request) Reply {
+// Execute runs one request on c; hook, if not nil, is called at the
+// recipe's failpoints.
+func Execute(c backends.Client, req Request, hook func(string)) Reply {
 	timeout := time.Duration(req.Timeout) * time.Millisecond
 	if timeout <= 0 {
 		timeout = time.Minute
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if hook != nil {
+		ctx = backends.WithFailpoint(ctx, hook)
+	}
 	rep := Reply{ID: req.ID}
 	var err error
 	switch req.F {
@@ -164,6 +189,8 @@ func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
 	if dl, ok := ctx.Deadline(); ok {
 		req.Timeout = max(time.Until(dl).Milliseconds(), 1)
 	}
+	hook := backends.FailpointHook(ctx)
+	req.Stop = hook != nil
 	b, _ := json.Marshal(req)
 	if _, err := r.in.Write(append(b, '\n')); err != nil {
 		r.kill(err)
@@ -195,6 +222,17 @@ func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
 			if rep.ID != req.ID {
 				r.kill(errors.New("reply out of order"))
 				return Reply{}, fmt.Errorf("%w: reply %d to request %d", ErrAgentGone, rep.ID, req.ID)
+			}
+			if rep.Type == Checkpoint {
+				if hook != nil {
+					hook(rep.Error)
+				}
+				cont, _ := json.Marshal(Request{ID: req.ID, F: Continue})
+				if _, err := r.in.Write(append(cont, '\n')); err != nil {
+					r.kill(err)
+					return Reply{}, fmt.Errorf("%w: sending continue: %v", ErrAgentGone, err)
+				}
+				continue
 			}
 			return rep, nil
 		}
