@@ -114,7 +114,7 @@ func detectionRows() []row {
 	for _, nem := range []string{"pause-holder", "pause"} {
 		cfg := harness.Config{Backend: "memory", Fencing: "none", Nemesis: []string{nem}, Clients: 5, Keys: 1,
 			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond,
-			NemesisInterval: 5 * time.Second, CheckTimeout: time.Minute}
+			NemesisInterval: 2 * time.Second, CheckTimeout: time.Minute}
 		found, med, err := detection(cfg, 20)
 		note := fmt.Sprintf("median time to first violation %.1f s", med.Seconds())
 		if err != nil {

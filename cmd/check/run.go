@@ -75,7 +75,7 @@ at the newest.`,
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease length")
 	f.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "time a holder spends in its critical section between read and write")
 	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts (default 2 × lease-ttl)")
-	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 5*time.Second, "rest between a heal and the next fault")
+	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 2*time.Second, "rest between a heal and the next fault (with jitter)")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the linearizability search; past it the verdict is unknown")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
