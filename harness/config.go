@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/redis"
 )
 
 // Config is one test, as the flags describe it.
@@ -44,6 +45,9 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
+	// RedisPersistence is what the Redis servers keep on disk (default:
+	// the server's own default); what survives a kill decides safety.
+	RedisPersistence string
 	// JUnit, when set, is where a JUnit XML report goes (one test case
 	// per key), for CI systems.
 	JUnit string
@@ -201,6 +205,12 @@ func (c *Config) Validate() error {
 	}
 	if c.Cluster == "docker" && len(b.Nodes) > 0 && !slices.Contains(b.Nodes, c.Nodes) {
 		return usage("nodes", "backend %s runs on %v nodes, not %d", c.Backend, b.Nodes, c.Nodes)
+	}
+	if c.RedisPersistence != "" && c.Backend != "redis" {
+		return usage("redis-persistence", "applies to --backend redis only")
+	}
+	if err := redis.CheckPersistence(c.RedisPersistence); err != nil {
+		return usage("redis-persistence", "%v", err)
 	}
 	if _, err := fenced.ParseMode(c.Fencing); err != nil {
 		return usage("fencing", "%v", err)

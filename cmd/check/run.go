@@ -80,6 +80,7 @@ at the newest.`,
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the linearizability search; past it the verdict is unknown")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory for the runs' results")
+	f.StringVar(&cfg.RedisPersistence, "redis-persistence", "", "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always")
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")

@@ -1,0 +1,265 @@
+package redis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+)
+
+// Backoff between tries at a busy lock: from minBackoff, doubling up to
+// maxBackoff, each drawn at random from the upper half.
+const (
+	minBackoff = 2 * time.Millisecond
+	maxBackoff = 50 * time.Millisecond
+)
+
+// lease is one held lock and its keepalive.
+type lease struct {
+	value string
+	token uint64
+	maybe []bool // the masters that may hold value
+
+	mu         sync.Mutex
+	lost       bool
+	validUntil time.Time
+
+	cancel context.CancelFunc // stops the keepalive
+	done   chan struct{}
+}
+
+func (l *lease) isLost() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lost
+}
+
+// Client is a Redis lock recipe and the fenced storage it guards. Once
+// the lock is held a keepalive renews it every TTL/3 (the renew script
+// checks the random value). The client refuses to touch the storage once
+// the keepalive has learnt the lease is gone: a renewal found the value
+// gone from too many masters, or renewals failed past the lease's
+// validity. As in the memory backend, that check races with a write that
+// is already on its way.
+type Client struct {
+	lock    *masters
+	storage fenced.Storage
+	ttl     time.Duration
+	name    string // prefix of the random values, for reading the servers
+
+	mu   sync.Mutex
+	held map[string]*lease
+}
+
+// NewClient makes a client of the recipe over the masters at endpoints
+// (redis://host:port). It dials lazily: a master that is down makes ops
+// fail later, not the client.
+func NewClient(endpoints []string, recipe string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
+	want, err := Servers(recipe)
+	if err != nil {
+		return nil, err
+	}
+	if len(endpoints) != want {
+		return nil, fmt.Errorf("recipe %s needs %d Redis endpoints, got %v", recipe, want, endpoints)
+	}
+	if storage == nil {
+		return nil, fmt.Errorf("the Redis backend keeps no resource itself: it needs a shared storage")
+	}
+	var nodes []*goredis.Client
+	var addrs []string
+	for _, ep := range endpoints {
+		opt, err := goredis.ParseURL(ep)
+		if err != nil {
+			for _, n := range nodes {
+				n.Close()
+			}
+			return nil, fmt.Errorf("endpoint %s: %w", ep, err)
+		}
+		// Every request is sent once: a retry after a timeout could find
+		// the key set by its own first try and call the lock busy. The
+		// op's context bounds every request, not a socket timeout.
+		opt.MaxRetries = -1
+		opt.DialerRetries = 1
+		opt.DialTimeout = max(ttl, time.Second)
+		opt.ReadTimeout = -1
+		opt.WriteTimeout = -1
+		opt.ContextTimeoutEnabled = true
+		opt.PoolSize = 8
+		opt.Protocol = 2
+		opt.DisableIdentity = true
+		opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		nodes = append(nodes, goredis.NewClient(opt))
+		addrs = append(addrs, opt.Addr)
+	}
+	host, _ := os.Hostname()
+	return &Client{lock: newMasters(recipe, nodes, addrs, ttl), storage: storage, ttl: ttl,
+		name: host, held: map[string]*lease{}}, nil
+}
+
+// newValue is a random value no other acquire will ever use.
+func (c *Client) newValue() string {
+	b := make([]byte, 12)
+	rand.Read(b)
+	if c.name == "" {
+		return hex.EncodeToString(b)
+	}
+	return c.name + "-" + hex.EncodeToString(b)
+}
+
+// Acquire tries the lock until it is granted or ctx is about to end. A
+// lock that stays busy (or masters that keep refusing) until then is a
+// definite failure; a try whose outcome is unknown ends the op at once, as
+// unknown. It stops trying a little before the deadline (a tenth of the
+// time, at most 200 ms, as backends.ServerDeadline) so that its "not
+// granted" reaches the harness before the harness gives up on it.
+func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
+	c.mu.Lock()
+	_, holding := c.held[key]
+	c.mu.Unlock()
+	if holding {
+		return 0, backends.Definitef("already holding %s", key)
+	}
+	giveUp := time.Now().Add(time.Hour)
+	if dl, ok := ctx.Deadline(); ok {
+		d := time.Until(dl)
+		giveUp = dl.Add(-min(d/10, 200*time.Millisecond))
+	}
+	value := c.newValue()
+	backoff := minBackoff
+	why := "not tried"
+	for {
+		if ctx.Err() != nil || !time.Now().Before(giveUp) {
+			return 0, backends.Definitef("not granted before the op's deadline (last try: %s)", why)
+		}
+		a, err := c.lock.tryLock(ctx, key, value)
+		if err != nil {
+			return 0, err
+		}
+		if a.granted {
+			c.hold(key, value, a)
+			return a.token, nil
+		}
+		why = a.why
+		wait := min(backoff/2+mrand.N(backoff/2+1), time.Until(giveUp))
+		backoff = min(2*backoff, maxBackoff)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
+
+// hold starts the keepalive of a granted lock.
+func (c *Client) hold(key, value string, a attempt) {
+	kctx, cancel := context.WithCancel(context.Background())
+	l := &lease{value: value, token: a.token, maybe: a.maybe, validUntil: a.validUntil, cancel: cancel, done: make(chan struct{})}
+	c.mu.Lock()
+	c.held[key] = l
+	c.mu.Unlock()
+	go c.keepalive(kctx, key, l)
+}
+
+// keepalive renews the lease every TTL/3 until it is released, or learns
+// that it is lost: the masters say the value is no longer ours, or no
+// renewal succeeded within the lease's validity.
+func (c *Client) keepalive(ctx context.Context, key string, l *lease) {
+	defer close(l.done)
+	t := time.NewTicker(c.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rctx, cancel := context.WithTimeout(ctx, c.ttl)
+		r := c.lock.extend(rctx, key, l.value)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		l.mu.Lock()
+		switch {
+		case r.renewed:
+			l.validUntil = r.validUntil
+		case r.lost, time.Now().After(l.validUntil):
+			l.lost = true
+		}
+		lost := l.lost
+		l.mu.Unlock()
+		if lost {
+			return
+		}
+	}
+}
+
+func (c *Client) current(key string, token uint64) error {
+	c.mu.Lock()
+	l := c.held[key]
+	c.mu.Unlock()
+	if l == nil || l.token != token || l.isLost() {
+		return backends.ErrLeaseLost
+	}
+	return nil
+}
+
+func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	if err := c.current(key, token); err != nil {
+		return 0, err
+	}
+	return c.storage.Read(ctx, key, token)
+}
+
+func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
+	if err := c.current(key, token); err != nil {
+		return err
+	}
+	backends.Failpoint(ctx, backends.FailpointWriteChecked)
+	return c.storage.Write(ctx, key, token, value)
+}
+
+// Release stops the keepalive, then deletes the value wherever it is ours.
+func (c *Client) Release(ctx context.Context, key string) error {
+	c.mu.Lock()
+	l := c.held[key]
+	delete(c.held, key)
+	c.mu.Unlock()
+	if l == nil {
+		return backends.Definitef("release of %s without holding it", key)
+	}
+	l.cancel()
+	<-l.done
+	return c.lock.unlock(ctx, key, l.value, l.maybe)
+}
+
+// Close stops every keepalive and closes the connections; leases left
+// behind expire on their own.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	for k, l := range c.held {
+		l.cancel()
+		delete(c.held, k)
+	}
+	c.mu.Unlock()
+	var errs []string
+	for _, n := range c.lock.nodes {
+		if err := n.Close(); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("closing: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}

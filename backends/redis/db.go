@@ -1,0 +1,207 @@
+// Package redis tests locks built on Redis: the single-instance recipe
+// (SET key <random> NX PX ttl, renewed and released by Lua scripts that
+// check the random value), the same with a counter INCRed by the acquire
+// script as a fencing token, and Redlock over five independent masters.
+// It starts redis-server on the server nodes and speaks to them with
+// go-redis. It must never keep the protected resource in Redis, nor hand
+// out a token the servers did not produce.
+package redis
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+// Port is where redis-server listens in its node.
+const Port = 6379
+
+// DataDir is where redis-server keeps its RDB snapshots and AOF files.
+const DataDir = "/var/lib/fencecheck/redis"
+
+// The recipes.
+const (
+	SetNX     = "setnx"      // SET NX PX on one master, no token
+	SetNXIncr = "setnx-incr" // the same, the acquire script INCRs a token
+	Redlock   = "redlock"    // five independent masters, quorum three, no token
+)
+
+// Recipes lists the recipes; the first is the default.
+var Recipes = []string{SetNX, SetNXIncr, Redlock}
+
+// Servers is how many independent masters a recipe runs on.
+func Servers(recipe string) (int, error) {
+	switch recipe {
+	case SetNX, SetNXIncr:
+		return 1, nil
+	case Redlock:
+		return 5, nil
+	}
+	return 0, fmt.Errorf("unknown Redis recipe %q (accepted: %s)", recipe, strings.Join(Recipes, ", "))
+}
+
+// Persistences are the accepted persistence settings. "default" (or "")
+// is redis-server's own: appendonly no, RDB snapshots after 3600 s and 1
+// change, 300 s and 100 changes, 60 s and 10000 changes — what Debian
+// ships in /etc/redis/redis.conf too.
+var Persistences = []string{"default", "none", "aof-everysec", "aof-always"}
+
+// persistenceArgs are the redis-server arguments of a persistence setting.
+func persistenceArgs(p string) ([]string, error) {
+	switch p {
+	case "", "default":
+		return nil, nil
+	case "none":
+		return []string{"--save", "", "--appendonly", "no"}, nil
+	case "aof-everysec":
+		return []string{"--appendonly", "yes", "--appendfsync", "everysec"}, nil
+	case "aof-always":
+		return []string{"--appendonly", "yes", "--appendfsync", "always"}, nil
+	}
+	return nil, fmt.Errorf("unknown Redis persistence %q (accepted: %s)", p, strings.Join(Persistences, ", "))
+}
+
+// CheckPersistence says whether p is an accepted persistence setting.
+func CheckPersistence(p string) error {
+	_, err := persistenceArgs(p)
+	return err
+}
+
+// DB runs redis-server on the server nodes, each an independent master:
+// one node for the setnx recipes, five for redlock. Nothing replicates.
+type DB struct {
+	Recipe string
+	// Persistence is one of Persistences; "" is the server's default.
+	Persistence string
+
+	nodes   []string
+	ips     map[string]string
+	version string
+}
+
+func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
+	want, err := Servers(d.Recipe)
+	if err != nil {
+		return err
+	}
+	if err := CheckPersistence(d.Persistence); err != nil {
+		return err
+	}
+	if len(nodes) != want {
+		return fmt.Errorf("recipe %s runs on %d Redis masters, got %d nodes", d.Recipe, want, len(nodes))
+	}
+	d.nodes = nodes
+	d.ips = map[string]string{}
+	for _, n := range nodes {
+		node, err := c.Node(n)
+		if err != nil {
+			return err
+		}
+		d.ips[n] = node.IP
+	}
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() { errs <- d.setupNode(ctx, c, n) }()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	res, err := c.Exec(ctx, nodes[0], []string{"redis-server", "--version"})
+	if err == nil {
+		if m := regexp.MustCompile(`v=(\S+)`).FindStringSubmatch(res.Stdout); m != nil {
+			d.version = m[1]
+		}
+	}
+	return nil
+}
+
+func (d *DB) setupNode(ctx context.Context, c *compose.Cluster, n string) error {
+	res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir})
+	if err != nil {
+		return err
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("creating %s in %s: %s", DataDir, n, res.Stderr)
+	}
+	if err := d.Start(ctx, c, n); err != nil {
+		return err
+	}
+	// redis-cli exits 0 on an error reply (LOADING) too: compare the answer.
+	probe := []string{"sh", "-c", fmt.Sprintf(`[ "$(redis-cli -h 127.0.0.1 -p %d ping)" = PONG ]`, Port)}
+	return backends.WaitUntil(ctx, c, n, "redis", probe, 30*time.Second)
+}
+
+func (d *DB) Endpoints() []string {
+	var out []string
+	for _, n := range d.nodes {
+		out = append(out, fmt.Sprintf("redis://%s:%d", n, Port))
+	}
+	return out
+}
+
+// Start runs redis-server in the foreground, so that Kill's SIGKILL reaches
+// the server itself, bound to the node's address on the test network and
+// to 127.0.0.1 (for the readiness probe), with its data in DataDir.
+func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+	ip := d.ips[node]
+	if ip == "" {
+		return fmt.Errorf("no Redis server is set up in %s", node)
+	}
+	extra, err := persistenceArgs(d.Persistence)
+	if err != nil {
+		return err
+	}
+	cmd := append([]string{"redis-server",
+		"--port", fmt.Sprint(Port),
+		"--bind", ip, "127.0.0.1",
+		"--protected-mode", "no",
+		"--daemonize", "no",
+		"--dir", DataDir,
+		"--logfile", "",
+	}, extra...)
+	return backends.StartDaemon(ctx, c, node, "redis", cmd, compose.ExecOptions{})
+}
+
+func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+	return backends.KillDaemon(ctx, c, node, "redis")
+}
+
+// Primary is the only master of the setnx recipes; Redlock's masters are
+// peers, and none leads.
+func (d *DB) Primary(context.Context, *compose.Cluster) (string, error) {
+	if d.Recipe == Redlock || len(d.nodes) == 0 {
+		return "", nil
+	}
+	return d.nodes[0], nil
+}
+
+func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
+
+func (d *DB) Info() map[string]string {
+	version := d.version
+	if version == "" {
+		version = "(version unknown)"
+	}
+	p := d.Persistence
+	switch p {
+	case "", "default":
+		p = "default (appendonly no, RDB snapshots)"
+	case "none":
+		p = "none (no RDB, no AOF)"
+	}
+	kind := "independent masters"
+	if len(d.nodes) == 1 {
+		kind = "one master"
+	}
+	return map[string]string{
+		"lock service":      fmt.Sprintf("Redis %s, %s on %s, recipe %s", version, kind, strings.Join(d.nodes, ", "), d.Recipe),
+		"redis persistence": p,
+	}
+}

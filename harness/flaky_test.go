@@ -1,0 +1,112 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/nemesis"
+)
+
+// flakySystem is the in-process system whose clients, now and then, lose
+// the answer to an op that did take effect (a crashed or hung agent): the
+// outcome is unknown to the harness.
+type flakySystem struct {
+	inProcess
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+type flakyClient struct {
+	backends.Client
+	sys *flakySystem
+}
+
+var errLostAnswer = errors.New("agent gone: the answer was lost")
+
+func (c flakyClient) lose() bool {
+	c.sys.mu.Lock()
+	defer c.sys.mu.Unlock()
+	return c.sys.rng.IntN(40) == 0
+}
+
+func (c flakyClient) Write(ctx context.Context, key string, token uint64, prev, value int64) error {
+	err := c.Client.Write(ctx, key, token, prev, value)
+	if err == nil && c.lose() {
+		return errLostAnswer // it happened, but nobody heard
+	}
+	return err
+}
+
+func (c flakyClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	v, err := c.Client.Read(ctx, key, token)
+	if err == nil && c.lose() {
+		return 0, errLostAnswer
+	}
+	return v, err
+}
+
+func (s *flakySystem) NewClient(ctx context.Context, slot int) (backends.Client, error) {
+	c, err := s.inProcess.NewClient(ctx, slot)
+	return flakyClient{c, s}, err
+}
+
+func (s *flakySystem) Freezer() nemesis.Freezer { return s.InProcess }
+
+// Clients whose answers get lost: each such op is recorded as info, the
+// process is retired and its slot goes on as a new process with a new
+// client; the run completes and the check still proves it valid.
+func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
+	cfg := memoryConfig(t, "all", "none")
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sys := &flakySystem{inProcess: inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}, rng: rand.New(rand.NewPCG(1, 2))}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder(f)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	next, err := runWorkload(ctx, &cfg, sys, rec, nil, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := finalReads(&cfg, sys, rec, next); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	events, err := history.ParseFile(path)
+	if err != nil {
+		t.Fatalf("the history breaks its own rules: %v", err)
+	}
+	ops, _ := history.Pair(events)
+	infos, procs := 0, map[int]bool{}
+	for _, o := range ops {
+		procs[o.Process] = true
+		if o.Type == history.Info {
+			infos++
+		}
+	}
+	if infos == 0 || len(procs) <= cfg.Clients {
+		t.Fatalf("infos %d, processes %d: nothing was retired", infos, len(procs))
+	}
+	r := models.Check(context.Background(), ops, models.Options{})
+	if r.Verdict != models.Valid {
+		t.Fatalf("%s: %s", r.Verdict, r.Explanation)
+	}
+	t.Logf("%d ops, %d unknown outcomes, %d processes", len(ops), infos, len(procs))
+}
