@@ -34,19 +34,20 @@ var partitionShapes = map[string][]nemesis.Shape{
 var latencyDelayer = nemesis.Delayer{Queue: 7, Delay: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
 
 // holdFor is how long each fault stays applied: pauses for the pause
-// duration (longer than a lease, so that it expires), the other faults for
-// the nemesis interval.
+// duration (by default twice the lease, so that it expires), the other
+// faults for the nemesis interval but never shorter than a pause, so that a
+// partition or a kill also outlasts a lease.
 func holdFor(cfg *Config) func(nemesis.Fault) time.Duration {
 	return func(f nemesis.Fault) time.Duration {
 		if f.Name() == "pause" || strings.HasPrefix(f.Name(), "pause-") {
 			return cfg.PauseDuration
 		}
-		return cfg.NemesisInterval
+		return max(cfg.NemesisInterval, cfg.PauseDuration)
 	}
 }
 
 // buildFaults turns --nemesis into faults over sys.
-func buildFaults(cfg *Config, sys System, rec *history.Recorder) ([]nemesis.Fault, error) {
+func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.Hold) ([]nemesis.Fault, error) {
 	var out []nemesis.Fault
 	slots := func(context.Context) ([]string, error) {
 		var ts []string
@@ -71,7 +72,7 @@ func buildFaults(cfg *Config, sys System, rec *history.Recorder) ([]nemesis.Faul
 		case "pause":
 			out = append(out, &nemesis.Pause{Label: "pause", Freezer: sys.Freezer(), Targets: slots})
 		case "pause-holder":
-			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: slotOf}
+			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: slotOf, Hold: hold}
 			rec.Observe(ph.Observe)
 			out = append(out, ph)
 		default:
@@ -133,7 +134,11 @@ func (s *dockerSystem) fault(word string, holders func() *nemesis.Holders) (neme
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if err := l.Probe(ctx, servers[0]); err != nil {
-			return nil, usage("nemesis", "latency: %v", err)
+			hint := ""
+			if strings.Contains(err.Error(), "does not run") {
+				hint = " (the check binary needs a `delay` command that calls nemesis.RunDelayer)"
+			}
+			return nil, usage("nemesis", "latency: %v%s", err, hint)
 		}
 		return l, nil
 	}

@@ -157,7 +157,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		Faults:   faults,
 		Warmup:   min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
 		Interval: cfg.NemesisInterval,
-		Hold:     func(nemesis.Fault) time.Duration { return cfg.PauseDuration },
+		Hold:     holdFor(&cfg),
 		Rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
 		Rec:      rec,
 		Log:      logf,

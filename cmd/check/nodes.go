@@ -102,7 +102,7 @@ The harness starts it through docker exec; see harness/agent for the protocol.`,
 
 func newProbeCmd() *cobra.Command {
 	var timeout time.Duration
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:    "probe URL",
 		Short:  "Exit 0 when GET URL answers 200 (a readiness check run inside nodes)",
 		Args:   cobra.ExactArgs(1),
@@ -120,4 +120,6 @@ func newProbeCmd() *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().DurationVar(&timeout, "timeout", time.Second, "how long to wait for the answer")
+	return cmd
 }

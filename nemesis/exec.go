@@ -1,0 +1,103 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+// healPatience is how long a heal keeps retrying a node Docker refuses to
+// exec into (a paused node answers with a conflict until it is resumed).
+const healPatience = 10 * time.Second
+
+// script runs sh -c script in node with every capability the engine can
+// grant (at least NET_ADMIN) and returns its stdout. A script that exits
+// non-zero is an error carrying its stderr.
+func script(ctx context.Context, c *compose.Cluster, node, text string) (string, error) {
+	res, err := c.ExecPrivileged(ctx, node, []string{"sh", "-c", text})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 {
+		return res.Stdout, &scriptError{node: node, code: res.ExitCode, stderr: strings.TrimSpace(res.Stderr + " " + res.Stdout)}
+	}
+	return res.Stdout, nil
+}
+
+// scriptError is a command that ran and failed, as opposed to one Docker
+// could not run (a paused or missing node): retrying it does not help.
+type scriptError struct {
+	node   string
+	code   int
+	stderr string
+}
+
+func (e *scriptError) Error() string {
+	return fmt.Sprintf("in %s: exit %d: %s", e.node, e.code, e.stderr)
+}
+
+// scriptPatiently is script for healing: while Docker cannot exec into the
+// node (it is paused, the daemon is busy) it retries for up to patience,
+// even past ctx's end when ctx was already cancelled by an interrupt.
+func scriptPatiently(ctx context.Context, c *compose.Cluster, node, text string, patience time.Duration) (string, error) {
+	deadline := time.Now().Add(patience)
+	delay := 100 * time.Millisecond
+	for {
+		out, err := script(ctx, c, node, text)
+		var se *scriptError
+		if err == nil || errors.As(err, &se) || time.Now().After(deadline) || ctx.Err() != nil {
+			return out, err
+		}
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// eachNode runs f for every node at once and joins their errors.
+func eachNode(nodes []string, f func(node string) error) error {
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() { errs[i] = f(n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// ipOf is a node's address on the cluster network.
+func ipOf(c *compose.Cluster, node string) (string, error) {
+	n, err := c.Node(node)
+	if err != nil {
+		return "", err
+	}
+	if n.IP == "" {
+		return "", fmt.Errorf("node %s has no address on %s", node, c.Network)
+	}
+	return n.IP, nil
+}
+
+// appendOnce adds s to list unless it is there already.
+func appendOnce(list []string, s ...string) []string {
+	for _, x := range s {
+		found := false
+		for _, y := range list {
+			if x == y {
+				found = true
+				break
+			}
+		}
+		if !found {
+			list = append(list, x)
+		}
+	}
+	return list
+}

@@ -1,0 +1,88 @@
+package nemesis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+// Servers is what the kill faults need of a lock service's servers (a
+// backends.DB has it): SIGKILL one node's server, start it again with its
+// data.
+type Servers interface {
+	Kill(ctx context.Context, c *compose.Cluster, node string) error
+	Start(ctx context.Context, c *compose.Cluster, node string) error
+}
+
+// Kill SIGKILLs the lock service's server on one node drawn at random and
+// starts it again, with the data on the container's disk, on Stop.
+type Kill struct {
+	// Label is the --nemesis word: kill, kill-leader.
+	Label   string
+	Cluster *compose.Cluster
+	DB      Servers
+	// Targets lists the nodes whose server may be killed now (the server
+	// nodes; the leader alone for kill-leader).
+	Targets func(ctx context.Context) ([]string, error)
+
+	mu     sync.Mutex
+	killed []string
+}
+
+func (k *Kill) Name() string { return k.Label }
+
+func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
+	ts, err := k.Targets(ctx)
+	if err != nil || len(ts) == 0 {
+		return nil, err
+	}
+	t := ts[rng.IntN(len(ts))]
+	// The kill runs to its end even on an interrupt: Docker cannot stop an
+	// exec half-way, so a cancelled kill would leave us not knowing.
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := k.DB.Kill(kctx, k.Cluster, t); err != nil {
+		return nil, fmt.Errorf("%s: killing the server in %s: %w", k.Label, t, err)
+	}
+	k.mu.Lock()
+	k.killed = appendOnce(k.killed, t)
+	k.mu.Unlock()
+	return []string{t}, nil
+}
+
+// Stop starts every killed server again, retrying while its node refuses
+// exec (it is paused). Servers it could not start stay on its list.
+func (k *Kill) Stop(ctx context.Context) error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	var errs []error
+	var left []string
+	for _, n := range k.killed {
+		if err := k.restart(ctx, n); err != nil {
+			errs = append(errs, fmt.Errorf("%s: restarting the server in %s: %w", k.Label, n, err))
+			left = append(left, n)
+		}
+	}
+	k.killed = left
+	return errors.Join(errs...)
+}
+
+func (k *Kill) restart(ctx context.Context, node string) error {
+	deadline := time.Now().Add(healPatience)
+	for {
+		err := k.DB.Start(ctx, k.Cluster, node)
+		if err == nil || time.Now().After(deadline) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
