@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -191,5 +192,32 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 		if out.Result.Verdict == models.Valid {
 			t.Logf("verdict valid (the pause had not yet produced a stale write)")
 		}
+	}
+}
+
+// A leader kill and a majorities-ring partition with fencing all: valid,
+// and the cluster recovers so that the final reads succeed.
+func TestDockerEtcdFencedUnderLeaderKillAndRingIsValidAndRecovers(t *testing.T) {
+	cfg := dockerConfig(t, "etcd", "all", "kill-leader", "partition-ring")
+	cfg.TimeLimit = 25 * time.Second
+	out := runDocker(t, cfg)
+	wantDocker(t, out, models.Valid)
+	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := map[string]int{}
+	for _, e := range events {
+		if e.IsNemesis() && e.Type == history.Invoke {
+			faults[e.F]++
+		}
+	}
+	if faults["kill-leader"]+faults["partition-ring"] == 0 {
+		t.Fatalf("no fault took effect: %v", faults)
+	}
+	ops, _ := history.Pair(events)
+	last := ops[len(ops)-2] // the final read, before its release
+	if last.F != history.Read || last.Type != history.OK {
+		t.Fatalf("the final read did not succeed after healing: %+v", last)
 	}
 }
