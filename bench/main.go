@@ -24,6 +24,7 @@ type row struct {
 func main() {
 	checkerCase := flag.Int("checker-case", -1, "internal: check one synthetic case and print its numbers")
 	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
+	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 30 s)")
 	only := flag.String("only", "", "run only the rows whose group contains this word (checker, harness, detection, docker)")
 	flag.Parse()
 	if *checkerCase >= 0 {
@@ -45,7 +46,7 @@ func main() {
 		rows = append(rows, detectionRows()...)
 	}
 	if *docker && want("docker") {
-		rows = append(rows, dockerRows()...)
+		rows = append(rows, dockerRows(*runs)...)
 	}
 	print(rows)
 	for _, r := range rows {
