@@ -89,6 +89,7 @@ at the newest.`,
 	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
 	cmd.AddCommand(newReportCmd())
 	cmd.AddCommand(newServeCmd())
+	cmd.AddCommand(newCompareCmd())
 	return cmd
 }
 

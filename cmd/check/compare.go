@@ -1,0 +1,109 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+func newCompareCmd() *cobra.Command {
+	var spec harness.CompareSpec
+	var backends, storages, faults, fencing, store string
+	cmd := &cobra.Command{
+		Use:   "compare",
+		Short: "Run a matrix of backends × storages and fencing × faults and tabulate the verdicts",
+		Long: `compare runs every backend/recipe/storage/fencing combination (one row each)
+under every fault (one column each), --runs times per cell, and writes
+compare.html, compare.md and compare.json into --store (default
+store/compare/<time>/), each run's own directory inside it. Each cell shows the
+verdicts (e.g. "invalid 3/3"), the median time to the first violation,
+acquisitions per second and the share of acquisitions that succeeded, and links
+to the runs' reports.
+
+A bare backend name means every recipe (its default recipe under --preset
+quick); backend:recipe picks one. memory runs in-process; the others in Docker.
+
+Presets: quick (every backend but memory with its default recipe, storage
+fenced, fencing none and all, fault pause-holder, 1 run of 15s); full (every
+recipe, storages fenced, etcd's own and postgres, fencing none, writes and all,
+faults pause-holder, pause, partition and kill, 3 runs). Flags given override
+the preset's values.
+
+compare reports, it does not judge: it exits 0 when every cell ran whatever the
+verdicts, 255 when a run could not be carried out (the cell says "error"), 254
+on bad arguments.`,
+		Example: `  check compare --preset quick
+  check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
+  check compare --backends memory --faults pause-holder,pause --time-limit 10s`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			spec.Backends = splitList(backends)
+			spec.Storages = splitList(storages)
+			spec.Faults = splitList(faults)
+			spec.Fencing = splitList(fencing)
+			for flag, list := range map[string]string{"backends": backends, "storages": storages, "faults": faults, "fencing": fencing} {
+				if cmd.Flags().Changed(flag) && len(splitList(list)) == 0 {
+					return usageErr("--%s: empty list", flag)
+				}
+			}
+			if cmd.Flags().Changed("runs") && spec.Runs == 0 {
+				return usageErr("--runs: 0 is out of range (accepted: 1 to 100)")
+			}
+			if cmd.Flags().Changed("time-limit") && spec.TimeLimit == 0 {
+				return usageErr("--time-limit: 0s is out of range (accepted: 1s to 24h, e.g. 20s)")
+			}
+			if !cmd.Flags().Changed("seed") {
+				spec.Seed = rand.Int64N(1 << 40)
+			}
+			m, err := harness.ExpandCompare(spec)
+			if err != nil {
+				return err
+			}
+			if store == "" {
+				store = filepath.Join("store", "compare", time.Now().UTC().Format("20060102T150405Z"))
+			}
+			sig, stop := signals()
+			defer stop()
+			c, err := harness.RunCompare(sig, m, store, cmd.OutOrStdout())
+			if err != nil {
+				return &exitError{harness.ExitFailed, err}
+			}
+			if code := harness.CompareExitCode(c); code != 0 {
+				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
+				if c.Interrupted {
+					why = "interrupted before every cell ran"
+				}
+				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(store, "compare.md"))}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&spec.Preset, "preset", "", "start from a preset: "+strings.Join(harness.ComparePresets, ", "))
+	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory: "+backendNames()+")")
+	f.StringVar(&storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
+	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+strings.Join(harness.Faults, ", "))
+	f.StringVar(&fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
+	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3)")
+	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s)")
+	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
+	f.StringVar(&store, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
+	// For short runs in tests and by hand; the defaults are the root command's.
+	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", 0, "lease length (default 2s)")
+	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
+	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
+	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
+	for _, h := range []string{"lease-ttl", "nemesis-interval", "work", "agent-binary"} {
+		f.MarkHidden(h)
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	return cmd
+}

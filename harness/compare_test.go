@@ -1,0 +1,427 @@
+package harness
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+func hasRow(m *CompareMatrix, r CompareRow) bool { return slices.Contains(m.Rows, r) }
+
+func docker(backend, recipe, storage, fencing string) CompareRow {
+	return CompareRow{Backend: backend, Recipe: recipe, Storage: storage, Fencing: fencing, Cluster: "docker"}
+}
+
+func TestExpandCompareQuickPreset(t *testing.T) {
+	m, err := ExpandCompare(CompareSpec{Preset: "quick", Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != 1 || m.TimeLimit != 15*time.Second || m.Seed != 7 {
+		t.Errorf("runs %d, time limit %s, seed %d", m.Runs, m.TimeLimit, m.Seed)
+	}
+	if !slices.Equal(m.Faults, []string{"pause-holder"}) {
+		t.Errorf("faults %v", m.Faults)
+	}
+	var want []CompareRow
+	for _, b := range Backends {
+		if b.Name == "memory" {
+			continue
+		}
+		for _, f := range []string{"none", "all"} {
+			want = append(want, docker(b.Name, b.Recipes[0], "fenced", f))
+		}
+	}
+	if !slices.Equal(m.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)
+	}
+	if !hasRow(m, docker("etcd", "mutex", "fenced", "none")) || !hasRow(m, docker("redis", "setnx", "fenced", "all")) {
+		t.Errorf("rows %v", m.Rows)
+	}
+	base := DefaultCompareBase()
+	if m.Base.Clients != 5 || m.Base.Keys != 1 || m.Base.LeaseTTL != 2*time.Second || m.Base.Work != 10*time.Millisecond ||
+		m.Base.NemesisInterval != 2*time.Second || m.Base.CheckTimeout != 5*time.Minute || m.Base.Nodes != 3 || m.Base.Clients != base.Clients {
+		t.Errorf("base %+v", m.Base)
+	}
+	cfg := m.Config(m.Rows[0], "pause-holder", 2, "/s")
+	if cfg.Seed != 9 || cfg.Store != "/s" || cfg.Cluster != "docker" || !slices.Equal(cfg.Nemesis, []string{"pause-holder"}) || cfg.TimeLimit != 15*time.Second {
+		t.Errorf("config %+v", cfg)
+	}
+}
+
+func TestExpandCompareFullPreset(t *testing.T) {
+	m, err := ExpandCompare(CompareSpec{Preset: "full"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != 3 || m.TimeLimit != 20*time.Second {
+		t.Errorf("runs %d, time limit %s", m.Runs, m.TimeLimit)
+	}
+	if !slices.Equal(m.Faults, []string{"pause-holder", "pause", "partition", "kill"}) {
+		t.Errorf("faults %v", m.Faults)
+	}
+	for _, r := range []CompareRow{
+		docker("etcd", "mutex", "fenced", "writes"), docker("etcd", "mutex", "etcd", "none"),
+		docker("redis", "redlock", "fenced", "none"), docker("redis", "setnx-incr", "fenced", "all"),
+		docker("zookeeper", "lock", "fenced", "writes"),
+	} {
+		if !hasRow(m, r) {
+			t.Errorf("no row %s", r)
+		}
+	}
+	etcdOwn := 0
+	for _, r := range m.Rows {
+		if r.Backend == "memory" {
+			t.Errorf("memory in the default backends: %s", r)
+		}
+		if r.Storage == "etcd" {
+			etcdOwn++
+			if r.Backend != "etcd" || r.Fencing != "none" {
+				t.Errorf("row %s", r)
+			}
+		}
+	}
+	if etcdOwn != 1 {
+		t.Errorf("%d rows of etcd's own storage, want 1", etcdOwn)
+	}
+	// Every recipe of every backend but memory, on the fenced node under
+	// three fencing modes, on postgres's storage too when it is built in.
+	want := 1
+	storages := 1
+	if _, ok := Storages["postgres"]; ok {
+		storages = 2
+		if !hasRow(m, docker("redis", "setnx", "postgres", "writes")) {
+			t.Errorf("no postgres storage row")
+		}
+	}
+	for _, b := range Backends {
+		if b.Name != "memory" {
+			want += len(b.Recipes) * storages * 3
+		}
+	}
+	if len(m.Rows) != want {
+		t.Errorf("%d rows, want %d: %v", len(m.Rows), want, m.Rows)
+	}
+}
+
+func TestExpandCompareFlags(t *testing.T) {
+	m, err := ExpandCompare(CompareSpec{
+		Backends: []string{"memory", "redis:setnx-incr", "etcd"}, Storages: []string{"fenced", "etcd"},
+		Faults: []string{"pause-holder", "partition"}, Fencing: []string{"all"}, Runs: 2, TimeLimit: 3 * time.Second,
+		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []CompareRow{
+		{Backend: "memory", Recipe: "lease", Storage: "fenced", Fencing: "all", Cluster: "inprocess"},
+		docker("redis", "setnx-incr", "fenced", "all"),
+		docker("etcd", "mutex", "fenced", "all"),
+		docker("etcd", "mutex", "etcd", "none"),
+	}
+	if !slices.Equal(m.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)
+	}
+	if m.Runs != 2 || m.TimeLimit != 3*time.Second || m.Base.LeaseTTL != 200*time.Millisecond || m.Base.NemesisInterval != 400*time.Millisecond || m.Base.Clients != 5 {
+		t.Errorf("matrix %+v", m)
+	}
+	if m.Applicable(want[0], "partition") == "" || m.Applicable(want[0], "pause-holder") != "" || m.Applicable(want[1], "partition") != "" {
+		t.Error("applicability: memory in-process cannot partition, the rest can")
+	}
+	// No preset, a bare name: every recipe.
+	m, err = ExpandCompare(CompareSpec{Backends: []string{"redis"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 2*len(mustBackend(t, "redis").Recipes) || m.TimeLimit != 20*time.Second || m.Runs != 1 {
+		t.Errorf("rows %v, time limit %s", m.Rows, m.TimeLimit)
+	}
+
+	for _, c := range []struct {
+		spec CompareSpec
+		flag string
+	}{
+		{CompareSpec{Preset: "slow"}, "preset"},
+		{CompareSpec{Backends: []string{"mysql"}}, "backends"},
+		{CompareSpec{Backends: []string{"etcd:lease"}}, "backends"},
+		{CompareSpec{Faults: []string{"clock"}}, "faults"},
+		{CompareSpec{Faults: []string{"meteor"}}, "faults"},
+		{CompareSpec{Faults: []string{"pause", "pause"}}, "faults"},
+		{CompareSpec{Backends: []string{"memory"}, Faults: []string{"kill"}}, "faults"},
+		{CompareSpec{Fencing: []string{"some"}}, "fencing"},
+		{CompareSpec{Storages: []string{"s3"}}, "storages"},
+		{CompareSpec{Backends: []string{"redis"}, Storages: []string{"etcd"}}, "storages"},
+		{CompareSpec{Runs: -1}, "runs"},
+		{CompareSpec{Runs: 1000}, "runs"},
+		{CompareSpec{TimeLimit: time.Millisecond}, "time-limit"},
+		{CompareSpec{Base: Config{LeaseTTL: time.Hour}}, "lease-ttl"},
+	} {
+		_, err := ExpandCompare(c.spec)
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Flag != c.flag {
+			t.Errorf("%+v: error %v, want one naming --%s", c.spec, err, c.flag)
+		}
+	}
+}
+
+func mustBackend(t *testing.T, name string) BackendInfo {
+	b, ok := backendInfo(name)
+	if !ok {
+		t.Fatalf("no backend %s", name)
+	}
+	return b
+}
+
+func secondsPtr(s float64) *float64 { return &s }
+
+func TestAggregateCell(t *testing.T) {
+	runs := []reports.CompareRun{
+		{Verdict: "invalid", FirstViolationS: secondsPtr(4), AcquireOK: 100, AcquireFail: 0, AcquireInfo: 0, TimeLimitS: 10},
+		{Verdict: "invalid", FirstViolationS: secondsPtr(1), AcquireOK: 80, AcquireFail: 10, AcquireInfo: 10, TimeLimitS: 10},
+		{Verdict: "valid", AcquireOK: 60, TimeLimitS: 10},
+		{Verdict: "invalid", FirstViolationS: secondsPtr(9), AcquireOK: 60, TimeLimitS: 10},
+		{Verdict: "error", Error: "cluster did not start", TimeLimitS: 10},
+	}
+	c := AggregateCell("pause-holder", runs)
+	if c.Verdicts["invalid"] != 3 || c.Verdicts["valid"] != 1 || c.Verdicts["error"] != 1 {
+		t.Errorf("verdicts %v", c.Verdicts)
+	}
+	if got := c.VerdictText(); got != "invalid 3/5, valid 1/5, error 1/5" {
+		t.Errorf("text %q", got)
+	}
+	if c.MedianFirstViolationS == nil || *c.MedianFirstViolationS != 4 {
+		t.Errorf("median %v, want 4", c.MedianFirstViolationS)
+	}
+	// The runs with ops: (10 + 8 + 6 + 6) / 4 acquires per second.
+	if c.AcquiresPerS != 7.5 {
+		t.Errorf("acquires/s %v, want 7.5", c.AcquiresPerS)
+	}
+	if c.AcquireOKShare == nil || *c.AcquireOKShare != 300.0/320 {
+		t.Errorf("ok share %v, want %v", c.AcquireOKShare, 300.0/320)
+	}
+	if c.Class() != "error" {
+		t.Errorf("class %s", c.Class())
+	}
+
+	even := AggregateCell("pause", runs[:2])
+	if *even.MedianFirstViolationS != 2.5 || even.VerdictText() != "invalid 2/2" || even.Class() != "invalid" {
+		t.Errorf("median %v, text %q, class %s", *even.MedianFirstViolationS, even.VerdictText(), even.Class())
+	}
+	valid := AggregateCell("pause", runs[2:3])
+	if valid.MedianFirstViolationS != nil || valid.VerdictText() != "valid 1/1" || valid.Class() != "valid" {
+		t.Errorf("valid cell %+v", valid)
+	}
+	if got := valid.StatsText(); got != "first — · 6.0 acq/s · 100% ok" {
+		t.Errorf("stats %q", got)
+	}
+	none := AggregateCell("kill", runs[4:])
+	if none.AcquireOKShare != nil || none.AcquiresPerS != 0 || none.VerdictText() != "error 1/1" {
+		t.Errorf("error cell %+v", none)
+	}
+}
+
+func TestFirstViolationIsTheEarliestCulpritsCompletion(t *testing.T) {
+	ops := []history.Op{
+		{InvokeIndex: 3, Done: int64(5 * time.Second)},
+		{InvokeIndex: 8, Done: int64(2 * time.Second)},
+		{InvokeIndex: 9, Done: int64(1 * time.Second)},
+	}
+	res := models.Result{Verdict: models.Invalid, Keys: []models.KeyResult{
+		{Key: "k0", Verdict: models.Invalid, Culprits: []int64{3, 9}},
+		{Key: "k1", Verdict: models.Invalid, Culprits: []int64{8, 9}},
+		{Key: "k2", Verdict: models.Valid},
+	}}
+	if d, ok := FirstViolation(res, ops); !ok || d != 2*time.Second {
+		t.Errorf("first violation %s %v, want 2s", d, ok)
+	}
+	if _, ok := FirstViolation(models.Result{Verdict: models.Valid}, ops); ok {
+		t.Error("a valid result has no violation")
+	}
+}
+
+func TestCompareMarkdown(t *testing.T) {
+	c := &reports.Comparison{
+		Started: "2026-01-02T03:04:05Z", Preset: "quick", Seed: 42, Runs: 2, TimeLimitS: 15, DurationS: 61,
+		Faults: []string{"pause-holder", "partition"},
+		Rows: []reports.CompareRow{
+			{Backend: "etcd", Recipe: "mutex", Storage: "fenced", Fencing: "none", Cluster: "docker", Cells: []reports.CompareCell{
+				AggregateCell("pause-holder", []reports.CompareRun{
+					{Dir: "etcd-mutex-fenced-none-pause-holder/A", Verdict: "invalid", FirstViolationS: secondsPtr(3), AcquireOK: 450, AcquireFail: 50, TimeLimitS: 15},
+					{Dir: "etcd-mutex-fenced-none-pause-holder/B", Verdict: "invalid", FirstViolationS: secondsPtr(5), AcquireOK: 450, AcquireFail: 50, TimeLimitS: 15},
+				}),
+				AggregateCell("partition", []reports.CompareRun{
+					{Dir: "etcd-mutex-fenced-none-partition/A", Verdict: "valid", AcquireOK: 300, TimeLimitS: 15},
+					{Verdict: "error", Error: "setting up the system under test:\n  no image", TimeLimitS: 15},
+				}),
+			}},
+			{Backend: "memory", Recipe: "lease", Storage: "fenced", Fencing: "all", Cluster: "inprocess", Cells: []reports.CompareCell{
+				AggregateCell("pause-holder", []reports.CompareRun{{Dir: "m/A", Verdict: "valid", AcquireOK: 30, TimeLimitS: 15}}),
+				{Fault: "partition", NotApplicable: "an in-process run injects only pause, pause-holder"},
+			}},
+		},
+	}
+	c.Errors = countErrors(c)
+	var b strings.Builder
+	if err := reports.WriteCompareMarkdown(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, want := range []string{
+		"# fencecheck compare\n",
+		"preset quick; 2 run(s) per cell of 15 s each; seed 42",
+		"**1 run(s) could not be carried out.**",
+		"| backend | recipe | storage | fencing | pause-holder | partition |\n|---|---|---|---|---|---|\n",
+		"| etcd | mutex | fenced | none | invalid 2/2<br>first 4.0 s · 30.0 acq/s · 90% ok<br>[1](etcd-mutex-fenced-none-pause-holder/A/report.html) [2](etcd-mutex-fenced-none-pause-holder/B/report.html) | valid 1/2, error 1/2<br>first — · 20.0 acq/s · 100% ok<br>[1](etcd-mutex-fenced-none-partition/A/report.html) |\n",
+		"| memory | lease | fenced | all | valid 1/1<br>first — · 2.0 acq/s · 100% ok<br>[1](m/A/report.html) | n/a |\n",
+		"n/a: an in-process run injects only pause, pause-holder.",
+		"## Runs that could not be carried out\n\n- etcd mutex fenced none × partition, run 2: setting up the system under test: no image\n",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("compare.md lacks %q:\n%s", want, md)
+		}
+	}
+	if CompareExitCode(c) != ExitFailed {
+		t.Error("a comparison with an error exits 255")
+	}
+	dir := t.TempDir()
+	if err := reports.WriteComparison(dir, c); err != nil {
+		t.Fatal(err)
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "compare.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(html), `href="etcd-mutex-fenced-none-pause-holder/B/report.html"`) || !strings.Contains(string(html), `class="cell invalid"`) {
+		t.Errorf("compare.html:\n%s", html)
+	}
+}
+
+// `check compare --backends memory --faults pause-holder --time-limit 3s`
+// with short leases, for real, in-process.
+func TestCompareMemoryEndToEnd(t *testing.T) {
+	m, err := ExpandCompare(CompareSpec{
+		Backends: []string{"memory"}, Faults: []string{"pause-holder"}, TimeLimit: 3 * time.Second, Seed: 1,
+		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "compare")
+	var progress strings.Builder
+	c, err := RunCompare(quiet(), m, dir, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(progress.String())
+	if !strings.Contains(progress.String(), "[1/2] memory lease fenced none × pause-holder, run 1/1 (seed 1); 1 left after this") {
+		t.Errorf("progress:\n%s", progress.String())
+	}
+	for _, f := range []string{"compare.html", "compare.md", "compare.json"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	if len(c.Rows) != 2 || c.Rows[0].Fencing != "none" || c.Rows[1].Fencing != "all" {
+		t.Fatalf("rows %+v", c.Rows)
+	}
+	unfenced, fenced := c.Rows[0].Cells[0], c.Rows[1].Cells[0]
+	if unfenced.VerdictText() != "invalid 1/1" || fenced.VerdictText() != "valid 1/1" {
+		t.Errorf("unfenced %q (want invalid 1/1), fenced %q (want valid 1/1)", unfenced.VerdictText(), fenced.VerdictText())
+	}
+	if unfenced.MedianFirstViolationS == nil || *unfenced.MedianFirstViolationS <= 0 || *unfenced.MedianFirstViolationS > 3 {
+		t.Errorf("first violation %v", unfenced.MedianFirstViolationS)
+	}
+	for _, cell := range []reports.CompareCell{unfenced, fenced} {
+		if cell.AcquiresPerS <= 0 || cell.AcquireOKShare == nil || len(cell.Runs) != 1 {
+			t.Errorf("cell %+v", cell)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(cell.Runs[0].Dir), "report.html")); err != nil {
+			t.Errorf("the cell's link is broken: %v", err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "compare.md"))
+	if !strings.Contains(string(md), "| memory | lease | fenced | none | invalid 1/1<br>") || !strings.Contains(string(md), "| memory | lease | fenced | all | valid 1/1<br>") {
+		t.Errorf("compare.md:\n%s", md)
+	}
+	if CompareExitCode(c) != 0 {
+		t.Errorf("exit code %d, want 0", CompareExitCode(c))
+	}
+}
+
+// The settled answers, through the compare runner: an unfenced lease under
+// a paused holder is unsafe on every backend; fencing every op (or etcd's
+// guarded transaction) makes it safe.
+func TestDockerKnownAnswers(t *testing.T) {
+	bin := dockerOrSkip(t)
+	type answer struct {
+		row  CompareRow
+		want models.Verdict
+	}
+	all := []answer{
+		{docker("etcd", "mutex", "fenced", "none"), models.Invalid},
+		{docker("zookeeper", "lock", "fenced", "none"), models.Invalid},
+		{docker("postgres", "lease", "fenced", "none"), models.Invalid},
+		{docker("redis", "setnx", "fenced", "none"), models.Invalid},
+		{docker("etcd", "mutex", "fenced", "all"), models.Valid},
+		{docker("zookeeper", "lock", "fenced", "all"), models.Valid},
+		{docker("postgres", "lease", "fenced", "all"), models.Valid},
+		{docker("redis", "setnx-incr", "fenced", "all"), models.Valid},
+		{docker("etcd", "mutex", "etcd", "none"), models.Valid},
+	}
+	var answers []answer
+	want := map[CompareRow]models.Verdict{}
+	for _, a := range all {
+		b, ok := backendInfo(a.row.Backend)
+		if !ok || !slices.Contains(b.Recipes, a.row.Recipe) {
+			t.Logf("skipping %s: not in this build", a.row)
+			continue
+		}
+		answers = append(answers, a)
+		want[a.row] = a.want
+	}
+	base := DefaultCompareBase()
+	base.AgentBinary = bin
+	m := &CompareMatrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base}
+	for _, a := range answers {
+		m.Rows = append(m.Rows, a.row)
+	}
+	dir := t.TempDir()
+	c, err := RunCompare(quiet(), m, dir, testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "compare.md"))
+	t.Logf("compare.md:\n%s", md)
+	wall := map[string]float64{}
+	var total float64
+	for _, r := range c.Rows {
+		row := CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		cell := r.Cells[0]
+		for _, run := range cell.Runs {
+			wall[r.Backend] += run.DurationS
+			total += run.DurationS
+		}
+		wantText := string(want[row]) + " 1/1"
+		if got := cell.VerdictText(); got != wantText {
+			var detail string
+			for _, run := range cell.Runs {
+				detail += " " + run.Dir + " " + run.Error
+			}
+			t.Errorf("%s under pause-holder: %s, want %s (%s)", row, got, wantText, strings.TrimSpace(detail))
+		}
+	}
+	for _, b := range Backends {
+		if s, ok := wall[b.Name]; ok && total > 0 {
+			t.Logf("%-10s %5.1f s, %4.1f%% of the suite's run time", b.Name, s, 100*s/total)
+		}
+	}
+}

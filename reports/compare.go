@@ -1,0 +1,282 @@
+package reports
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// CompareSchema names the version of compare.json (docs/compare.md).
+const CompareSchema = "fencecheck/compare/v1"
+
+// Comparison is a matrix of runs, `check compare`'s result: one row per
+// backend/recipe/storage/fencing, one column per fault. It is what
+// compare.json holds and what compare.md and compare.html show.
+type Comparison struct {
+	Schema string `json:"schema"`
+	// Started is the UTC wall-clock time the comparison began.
+	Started string `json:"started"`
+	// Preset is the --preset used, if any.
+	Preset string `json:"preset,omitempty"`
+	// Seed is the first run's seed; run r of every cell uses Seed+r.
+	Seed       int64   `json:"seed"`
+	Runs       int     `json:"runs"`
+	TimeLimitS float64 `json:"time_limit_s"`
+	// DurationS is the whole comparison's wall time.
+	DurationS float64      `json:"duration_s"`
+	Faults    []string     `json:"faults"`
+	Rows      []CompareRow `json:"rows"`
+	// Errors counts the runs that could not be carried out.
+	Errors int `json:"errors"`
+	// Interrupted: a signal stopped the comparison; cells not reached
+	// have no runs.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// CompareRow is one backend/recipe/storage/fencing combination.
+type CompareRow struct {
+	Backend string `json:"backend"`
+	Recipe  string `json:"recipe"`
+	Storage string `json:"storage"`
+	Fencing string `json:"fencing"`
+	Cluster string `json:"cluster"`
+	// Cells are in the order of Comparison.Faults.
+	Cells []CompareCell `json:"cells"`
+}
+
+// CompareCell is one row under one fault: its runs and their summary.
+type CompareCell struct {
+	Fault string `json:"fault"`
+	// NotApplicable says why the cell was not run (e.g. a fault an
+	// in-process run cannot inject); the cell is then empty.
+	NotApplicable string `json:"not_applicable,omitempty"`
+	// Verdicts counts the runs by verdict: valid, invalid, unknown, and
+	// error for a run that could not be carried out.
+	Verdicts map[string]int `json:"verdicts"`
+	// MedianFirstViolationS is the median, over the runs that found a
+	// violation, of when the first culprit op completed (seconds into the
+	// workload); null when no run found one.
+	MedianFirstViolationS *float64 `json:"median_first_violation_s"`
+	// AcquiresPerS is ok acquires / time limit, averaged over the runs
+	// that recorded any op.
+	AcquiresPerS float64 `json:"acquires_per_s"`
+	// AcquireOKShare is ok / (ok + fail + info) of every acquire of the
+	// cell's runs; null when there was none.
+	AcquireOKShare *float64     `json:"acquire_ok_share"`
+	Runs           []CompareRun `json:"runs"`
+}
+
+// CompareRun is one run of a cell.
+type CompareRun struct {
+	// Dir is the run's directory relative to the comparison's (slashes);
+	// empty when the run did not get as far as making one.
+	Dir  string `json:"dir,omitempty"`
+	Seed int64  `json:"seed"`
+	// Verdict is valid, invalid, unknown or error.
+	Verdict string `json:"verdict"`
+	Error   string `json:"error,omitempty"`
+	// FirstViolationS is when the first culprit op completed, seconds into
+	// the workload; null when the run found no violation.
+	FirstViolationS *float64 `json:"first_violation_s"`
+	AcquireOK       int      `json:"acquire_ok"`
+	AcquireFail     int      `json:"acquire_fail"`
+	AcquireInfo     int      `json:"acquire_info"`
+	TimeLimitS      float64  `json:"time_limit_s"`
+	// DurationS is the run's wall time, setup and check included.
+	DurationS float64 `json:"duration_s"`
+}
+
+// The verdict words of a cell, in the order a cell lists them.
+var compareVerdicts = []string{"invalid", "valid", "unknown", "error"}
+
+// VerdictText is the cell's verdicts, e.g. "invalid 5/5" or
+// "invalid 3/5, valid 2/5"; "n/a" for a cell not run, "not run" for one a
+// signal kept from running.
+func (c *CompareCell) VerdictText() string {
+	if c.NotApplicable != "" {
+		return "n/a"
+	}
+	n := len(c.Runs)
+	if n == 0 {
+		return "not run"
+	}
+	var parts []string
+	for _, v := range compareVerdicts {
+		if k := c.Verdicts[v]; k > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d/%d", v, k, n))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// StatsText is the cell's numbers: median time to first violation,
+// acquisitions per second and the share of acquisitions that succeeded.
+func (c *CompareCell) StatsText() string {
+	if c.NotApplicable != "" || len(c.Runs) == 0 {
+		return ""
+	}
+	first := "first —"
+	if c.MedianFirstViolationS != nil {
+		first = fmt.Sprintf("first %.1f s", *c.MedianFirstViolationS)
+	}
+	share := "— ok"
+	if c.AcquireOKShare != nil {
+		share = fmt.Sprintf("%.0f%% ok", 100**c.AcquireOKShare)
+	}
+	return fmt.Sprintf("%s · %.1f acq/s · %s", first, c.AcquiresPerS, share)
+}
+
+// Class is the cell's colour: valid or invalid when every run agrees,
+// error when a run failed, unknown otherwise.
+func (c *CompareCell) Class() string {
+	n := len(c.Runs)
+	switch {
+	case c.NotApplicable != "" || n == 0:
+		return "na"
+	case c.Verdicts["error"] > 0:
+		return "error"
+	case c.Verdicts["invalid"] == n:
+		return "invalid"
+	case c.Verdicts["valid"] == n:
+		return "valid"
+	}
+	return "unknown"
+}
+
+// reportLink is the relative link to a run's report.html, each segment
+// escaped.
+func reportLink(dir string) string {
+	var parts []string
+	for _, p := range strings.Split(dir, "/") {
+		parts = append(parts, url.PathEscape(p))
+	}
+	return strings.Join(parts, "/") + "/report.html"
+}
+
+// WriteCompareMarkdown writes compare.md: the matrix as a Markdown table.
+func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
+	var b strings.Builder
+	b.WriteString("# fencecheck compare\n\n")
+	fmt.Fprintf(&b, "Started %s", c.Started)
+	if c.Preset != "" {
+		fmt.Fprintf(&b, ", preset %s", c.Preset)
+	}
+	fmt.Fprintf(&b, "; %d run(s) per cell of %s each; seed %d (run r of every cell uses seed+r); took %.0f s.",
+		c.Runs, fmtSeconds(c.TimeLimitS), c.Seed, c.DurationS)
+	if c.Errors > 0 {
+		fmt.Fprintf(&b, " **%d run(s) could not be carried out.**", c.Errors)
+	}
+	if c.Interrupted {
+		b.WriteString(" **Interrupted: cells marked \"not run\" were not reached.**")
+	}
+	b.WriteString("\n\nEach cell: the verdicts; the median time to the first violation (when the first culprit op completed); " +
+		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report.\n\n")
+	b.WriteString("| backend | recipe | storage | fencing |")
+	for _, f := range c.Faults {
+		fmt.Fprintf(&b, " %s |", f)
+	}
+	b.WriteString("\n|---|---|---|---|")
+	for range c.Faults {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	var errs []string
+	for _, r := range c.Rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |", r.Backend, r.Recipe, r.Storage, r.Fencing)
+		for _, cell := range r.Cells {
+			b.WriteString(" ")
+			b.WriteString(cell.VerdictText())
+			if s := cell.StatsText(); s != "" {
+				b.WriteString("<br>" + s)
+			}
+			var links []string
+			for i, run := range cell.Runs {
+				if run.Dir != "" {
+					links = append(links, fmt.Sprintf("[%d](%s)", i+1, reportLink(run.Dir)))
+				}
+				if run.Error != "" {
+					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.Backend, r.Recipe, r.Storage, r.Fencing, cell.Fault, i+1, mdLine(run.Error)))
+				}
+			}
+			if len(links) > 0 {
+				b.WriteString("<br>" + strings.Join(links, " "))
+			}
+			b.WriteString(" |")
+		}
+		b.WriteString("\n")
+	}
+	var na []string
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			if cell.NotApplicable != "" && !slices.Contains(na, cell.NotApplicable) {
+				na = append(na, cell.NotApplicable)
+			}
+		}
+	}
+	for _, why := range na {
+		fmt.Fprintf(&b, "\nn/a: %s.\n", why)
+	}
+	if len(errs) > 0 {
+		b.WriteString("\n## Runs that could not be carried out\n\n")
+		b.WriteString(strings.Join(errs, "\n"))
+		b.WriteString("\n")
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func mdLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+func fmtSeconds(s float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".") + " s"
+}
+
+//go:embed compare.html.tmpl
+var compareTemplate string
+
+var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{
+	"link":    reportLink,
+	"seconds": fmtSeconds,
+	"inc":     func(i int) int { return i + 1 },
+}).Parse(compareTemplate))
+
+// WriteCompareHTML writes compare.html.
+func WriteCompareHTML(w io.Writer, c *Comparison) error {
+	return compareTmpl.Execute(w, c)
+}
+
+// WriteComparison writes compare.json, compare.md and compare.html into
+// dir.
+func WriteComparison(dir string, c *Comparison) error {
+	c.Schema = CompareSchema
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		name string
+		fill func(io.Writer) error
+	}{
+		{"compare.json", func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(c)
+		}},
+		{"compare.md", func(w io.Writer) error { return WriteCompareMarkdown(w, c) }},
+		{"compare.html", func(w io.Writer) error { return WriteCompareHTML(w, c) }},
+	}
+	for _, f := range files {
+		if err := writeFile(filepath.Join(dir, f.name), func(o *os.File) error { return f.fill(o) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
