@@ -248,7 +248,9 @@ func TestDockerCluster(t *testing.T) {
 		var srvr string
 		for i := 0; i < 100 && !strings.Contains(srvr, "Mode: standalone"); i++ {
 			time.Sleep(200 * time.Millisecond)
-			res, err := c.Exec(ctx, "storage", []string{"bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/2181 && printf srvr >&3 && cat <&3"})
+			// A server still starting may accept and never answer: bound
+			// each try.
+			res, err := c.Exec(ctx, "storage", []string{"timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/127.0.0.1/2181 && printf srvr >&3 && cat <&3"})
 			if err != nil {
 				t.Fatal(err)
 			}
