@@ -29,6 +29,8 @@ type Outcome struct {
 	Result models.Result
 	// Interrupted: the run was stopped by a signal before its time limit.
 	Interrupted bool
+	// TestID labels the run's Docker objects ("" in process).
+	TestID string
 }
 
 // Exit codes, as Jepsen's.
@@ -143,6 +145,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		return out, fmt.Errorf("setting up the system under test: %w", err)
 	}
 	info := sys.Info()
+	out.TestID = info["docker test id"]
 
 	// The history's time zero is the start of the workload.
 	rec = history.NewRecorder(histFile)
