@@ -1,0 +1,252 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+)
+
+// The advisory recipe's statements. The lock is a session-level advisory
+// lock on a 64-bit hash of the key; the token, when the recipe takes one,
+// comes from a sequence after the lock is granted, so tokens grow in the
+// order grants happen.
+const (
+	advisoryLockSQL   = `SELECT pg_advisory_lock(hashtextextended($1, 0))`
+	advisoryTokenSQL  = `SELECT nextval('fencecheck_tokens')`
+	advisoryPingSQL   = `SELECT 1`
+	advisoryUnlockSQL = `SELECT pg_advisory_unlock(hashtextextended($1, 0))`
+)
+
+// lockNotAvailable is the SQLSTATE of a lock wait ended by lock_timeout.
+const lockNotAvailable = "55P03"
+
+// session is one held advisory lock: the connection whose session holds
+// it, its token and its keepalive.
+type session struct {
+	token uint64
+	// conn is used by the keepalive until done closes, then by the
+	// release: never by two goroutines at once.
+	conn *pgx.Conn
+	lost atomic.Bool
+	stop chan struct{}
+	done chan struct{}
+}
+
+// AdvisoryClient is the advisory-lock recipe: each acquire opens a
+// connection of its own and takes pg_advisory_lock on it; the lock lasts
+// as long as that session. It has no expiry: the server frees it when the
+// session ends — the client releasing or closing it, or the server ending
+// a session it has heard nothing from (see LockTimeouts). The client pings
+// the session every TTL/3, which keeps it from looking idle, and counts
+// the lock lost as soon as a ping fails. With tokens, each grant takes
+// the next value of a sequence; without, every token is 0.
+type AdvisoryClient struct {
+	url, secret string
+	ttl         time.Duration
+	tokens      bool
+	storage     fenced.Storage
+	holder      string
+
+	mu   sync.Mutex
+	held map[string]*session
+}
+
+// NewAdvisoryClient makes a client of the lock server at url; it connects
+// on each acquire.
+func NewAdvisoryClient(url, secret string, ttl time.Duration, tokens bool, storage fenced.Storage) (*AdvisoryClient, error) {
+	if _, err := connConfig(url, secret, "check"); err != nil {
+		return nil, err
+	}
+	return &AdvisoryClient{url: url, secret: secret, ttl: ttl, tokens: tokens, storage: storage,
+		holder: newHolder(), held: map[string]*session{}}, nil
+}
+
+// lockTimeout is how long the server may wait for the lock: until a
+// margin before the op's deadline, so that the server, not the client's
+// context, ends a wait that is too long, and says so.
+func lockTimeout(ctx context.Context) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, true // no deadline: wait for ever (lock_timeout 0)
+	}
+	left := time.Until(dl)
+	t := left - min(pollMargin, left/5)
+	return t, t >= 10*time.Millisecond
+}
+
+func (c *AdvisoryClient) Acquire(ctx context.Context, key string) (uint64, error) {
+	c.mu.Lock()
+	busy := c.held[key] != nil
+	c.mu.Unlock()
+	if busy {
+		return 0, backends.Definitef("already holding %s", key)
+	}
+	conn, timeout, err := c.connect(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := conn.Exec(ctx, advisoryLockSQL, key); err != nil {
+		go closeConn(conn)
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable:
+			return 0, backends.Definitef("lock not granted within %s", timeout.Round(time.Millisecond))
+		case ctx.Err() != nil:
+			// pgx closed the connection when the context ended, so even a
+			// grant that raced the deadline ends with the session, and no
+			// token was ever taken for it: not granted.
+			return 0, backends.Definitef("lock not granted: %v", ctx.Err())
+		}
+		return 0, outcome(err)
+	}
+	s := &session{conn: conn, stop: make(chan struct{}), done: make(chan struct{})}
+	if c.tokens {
+		var token int64
+		if err := conn.QueryRow(ctx, advisoryTokenSQL).Scan(&token); err != nil {
+			// Closing the session frees the lock; whether the sequence
+			// moved does not matter, no one holds its value.
+			go closeConn(conn)
+			return 0, outcome(err)
+		}
+		s.token = uint64(token)
+	}
+	c.mu.Lock()
+	c.held[key] = s
+	c.mu.Unlock()
+	go c.keepalive(s)
+	return s.token, nil
+}
+
+// connect opens the session for one acquire, its lock_timeout set to end
+// the wait before the op's deadline. A server that refuses (down, starting
+// up) or cannot be reached is tried again after a short wait: no session,
+// no lock, nothing happened.
+func (c *AdvisoryClient) connect(ctx context.Context) (*pgx.Conn, time.Duration, error) {
+	var last error
+	var p poller
+	for {
+		if !p.more(ctx) {
+			return nil, 0, notGranted(ctx, last)
+		}
+		timeout, ok := lockTimeout(ctx)
+		if !ok {
+			return nil, 0, notGranted(ctx, last)
+		}
+		cfg, err := connConfig(c.url, c.secret, c.holder)
+		if err != nil {
+			return nil, 0, backends.Definite(err)
+		}
+		cfg.RuntimeParams["lock_timeout"] = fmt.Sprintf("%dms", timeout.Milliseconds())
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			return conn, timeout, nil
+		}
+		last = fmt.Errorf("no session: %w", err)
+	}
+}
+
+// closeConn ends a session, waiting a little for the server to hear it.
+func closeConn(conn *pgx.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn.Close(ctx)
+}
+
+// keepalive pings the session every TTL/3 until the lock is released. A
+// ping that fails means the session is gone or going (pgx closes a
+// connection whose statement timed out), and the lock with it.
+func (c *AdvisoryClient) keepalive(s *session) {
+	defer close(s.done)
+	t := time.NewTicker(c.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.ttl/3)
+		_, err := s.conn.Exec(ctx, advisoryPingSQL)
+		cancel()
+		if err != nil {
+			s.lost.Store(true)
+			return
+		}
+	}
+}
+
+func (c *AdvisoryClient) current(key string, token uint64) error {
+	c.mu.Lock()
+	s := c.held[key]
+	c.mu.Unlock()
+	if s == nil || s.token != token || s.lost.Load() {
+		return backends.ErrLeaseLost
+	}
+	return nil
+}
+
+func (c *AdvisoryClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	if err := c.current(key, token); err != nil {
+		return 0, err
+	}
+	return c.storage.Read(ctx, key, token)
+}
+
+func (c *AdvisoryClient) Write(ctx context.Context, key string, token uint64, _, value int64) error {
+	if err := c.current(key, token); err != nil {
+		return err
+	}
+	backends.Failpoint(ctx, backends.FailpointWriteChecked)
+	return c.storage.Write(ctx, key, token, value)
+}
+
+// Release unlocks on the session and then ends it.
+func (c *AdvisoryClient) Release(ctx context.Context, key string) error {
+	c.mu.Lock()
+	s := c.held[key]
+	delete(c.held, key)
+	c.mu.Unlock()
+	if s == nil {
+		return backends.Definitef("release of %s without holding it", key)
+	}
+	close(s.stop)
+	<-s.done
+	defer func() { go closeConn(s.conn) }()
+	if s.lost.Load() {
+		// The session is gone: the server freed the lock with it.
+		return errNotHolder
+	}
+	var unlocked bool
+	if err := s.conn.QueryRow(ctx, advisoryUnlockSQL, key).Scan(&unlocked); err != nil {
+		return outcome(err)
+	}
+	if !unlocked {
+		return errNotHolder
+	}
+	return nil
+}
+
+// Close ends every session this client holds, which frees their locks
+// once the server hears of it.
+func (c *AdvisoryClient) Close() error {
+	c.mu.Lock()
+	held := c.held
+	c.held = map[string]*session{}
+	c.mu.Unlock()
+	for _, s := range held {
+		close(s.stop)
+		<-s.done
+		closeConn(s.conn)
+	}
+	closeStorage(c.storage)
+	return nil
+}

@@ -1,0 +1,255 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+)
+
+// The lease recipe's statements. Every time is the server's
+// clock_timestamp(): no client clock takes part.
+const (
+	// leaseCreateSQL makes a key's row, free, on first use.
+	leaseCreateSQL = `INSERT INTO fencecheck_leases (key, holder, token, expires_at)
+VALUES ($1, NULL, 0, '-infinity') ON CONFLICT (key) DO NOTHING`
+	// leaseAcquireSQL takes the row only when it is free (released) or
+	// expired, and bumps its token, in one statement. When the lease is
+	// held and live no row comes back; such a try changes nothing, so it
+	// takes no row lock and writes no WAL, and polling stays cheap. $3 is
+	// the lease's length in seconds.
+	leaseAcquireSQL = `UPDATE fencecheck_leases
+   SET holder = $2, token = token + 1, expires_at = clock_timestamp() + $3::float8 * interval '1 second'
+ WHERE key = $1 AND expires_at < clock_timestamp()
+RETURNING token`
+	// leaseRenewSQL extends the lease only while it is still this
+	// holder's grant and has not expired.
+	leaseRenewSQL = `UPDATE fencecheck_leases
+   SET expires_at = clock_timestamp() + $4::float8 * interval '1 second'
+ WHERE key = $1 AND holder = $2 AND token = $3 AND expires_at >= clock_timestamp()`
+	// leaseReleaseSQL frees the row if this grant still holds it.
+	leaseReleaseSQL = `UPDATE fencecheck_leases
+   SET holder = NULL, expires_at = '-infinity'
+ WHERE key = $1 AND holder = $2 AND token = $3`
+)
+
+// LockSchema is the lock server's schema: the lease table for the lease
+// recipe and the token sequence for the advisory one.
+const LockSchema = `CREATE TABLE IF NOT EXISTS fencecheck_leases (
+  key        text PRIMARY KEY,
+  holder     text,
+  token      bigint NOT NULL,
+  expires_at timestamptz NOT NULL
+);
+CREATE SEQUENCE IF NOT EXISTS fencecheck_tokens;
+`
+
+// errNotHolder is a release the server refused: the row is no longer this
+// grant's (it expired, or was taken since).
+var errNotHolder = backends.Definitef("not-holder")
+
+// grant is one lease this client holds, and its keepalive.
+type grant struct {
+	token uint64
+	mu    sync.Mutex
+	lost  bool
+	stop  chan struct{}
+	done  chan struct{}
+}
+
+func (g *grant) isLost() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lost
+}
+
+// LeaseClient is the lease recipe: a row per key in fencecheck_leases
+// that a client takes when it is free or expired by the server's clock,
+// bumping its token; a keepalive renews it every TTL/3; release frees it.
+// Like the memory backend's client, it refuses to read or write once its
+// keepalive has learnt that the lease is gone — and only then: it does not
+// guess from its own clock, which is what the fencing tests are about.
+type LeaseClient struct {
+	pool    *pgxpool.Pool
+	storage fenced.Storage
+	ttl     time.Duration
+	holder  string
+
+	mu   sync.Mutex
+	held map[string]*grant
+	made map[string]bool // keys whose row this client has seen to
+}
+
+// NewLeaseClient connects (lazily) to the lock server at url.
+func NewLeaseClient(url, secret string, ttl time.Duration, storage fenced.Storage) (*LeaseClient, error) {
+	holder := newHolder()
+	// One connection for the ops, one for the keepalive.
+	pool, err := newPool(url, secret, holder, 2)
+	if err != nil {
+		return nil, err
+	}
+	return &LeaseClient{pool: pool, storage: storage, ttl: ttl, holder: holder, held: map[string]*grant{}, made: map[string]bool{}}, nil
+}
+
+func (c *LeaseClient) Acquire(ctx context.Context, key string) (uint64, error) {
+	c.mu.Lock()
+	busy := c.held[key] != nil
+	c.mu.Unlock()
+	if busy {
+		return 0, backends.Definitef("already holding %s", key)
+	}
+	// Try until granted or the op's deadline is near. A lease held by
+	// someone else, and a try that certainly did nothing (the server is
+	// down or starting up, no connection), are tried again after a short
+	// wait; a try whose outcome is unknown ends the op.
+	var last error
+	var p poller
+	for {
+		if !p.more(ctx) {
+			return 0, notGranted(ctx, last)
+		}
+		token, err := c.try(ctx, key)
+		switch {
+		case err == nil:
+			g := &grant{token: token, stop: make(chan struct{}), done: make(chan struct{})}
+			c.mu.Lock()
+			c.held[key] = g
+			c.mu.Unlock()
+			go c.keepalive(key, g)
+			return g.token, nil
+		case noRows(err):
+			last = nil // held by someone else
+		case !definite(err):
+			return 0, err
+		default:
+			last = err
+		}
+	}
+}
+
+// try makes key's row if this client has not yet, then tries to take the
+// lease once. pgx.ErrNoRows: the lease is held.
+func (c *LeaseClient) try(ctx context.Context, key string) (uint64, error) {
+	c.mu.Lock()
+	made := c.made[key]
+	c.mu.Unlock()
+	var token int64
+	err := onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
+		if !made {
+			// A free row changes nothing anyone can see: a failure to
+			// make it is a definite failure of this try.
+			if _, err := conn.Exec(ctx, leaseCreateSQL, key); err != nil {
+				return backends.Definitef("creating the row of %s: %v", key, err)
+			}
+			c.mu.Lock()
+			c.made[key] = true
+			c.mu.Unlock()
+		}
+		err := conn.QueryRow(ctx, leaseAcquireSQL, key, c.holder, c.ttl.Seconds()).Scan(&token)
+		if noRows(err) {
+			return err
+		}
+		return outcome(err)
+	})
+	return uint64(token), err
+}
+
+// keepalive renews the lease every TTL/3 until it is released or a
+// renewal finds it no longer this grant's. A renewal that errs (a timeout,
+// a lost connection) proves nothing: the next one tries again.
+func (c *LeaseClient) keepalive(key string, g *grant) {
+	defer close(g.done)
+	t := time.NewTicker(c.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
+		var renewed bool
+		err := onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
+			tag, err := conn.Exec(ctx, leaseRenewSQL, key, c.holder, int64(g.token), c.ttl.Seconds())
+			renewed = tag.RowsAffected() == 1
+			return err
+		})
+		cancel()
+		if err == nil && !renewed {
+			g.mu.Lock()
+			g.lost = true
+			g.mu.Unlock()
+			return
+		}
+	}
+}
+
+func (c *LeaseClient) current(key string, token uint64) error {
+	c.mu.Lock()
+	g := c.held[key]
+	c.mu.Unlock()
+	if g == nil || g.token != token || g.isLost() {
+		return backends.ErrLeaseLost
+	}
+	return nil
+}
+
+func (c *LeaseClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	if err := c.current(key, token); err != nil {
+		return 0, err
+	}
+	return c.storage.Read(ctx, key, token)
+}
+
+func (c *LeaseClient) Write(ctx context.Context, key string, token uint64, _, value int64) error {
+	if err := c.current(key, token); err != nil {
+		return err
+	}
+	backends.Failpoint(ctx, backends.FailpointWriteChecked)
+	return c.storage.Write(ctx, key, token, value)
+}
+
+// Release stops the keepalive and frees the row. A row that is no longer
+// this grant's (expired, taken) is a definite failure: nothing changed.
+func (c *LeaseClient) Release(ctx context.Context, key string) error {
+	c.mu.Lock()
+	g := c.held[key]
+	delete(c.held, key)
+	c.mu.Unlock()
+	if g == nil {
+		return backends.Definitef("release of %s without holding it", key)
+	}
+	close(g.stop)
+	<-g.done
+	var released bool
+	err := onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
+		tag, err := conn.Exec(ctx, leaseReleaseSQL, key, c.holder, int64(g.token))
+		released = tag.RowsAffected() == 1
+		return err
+	})
+	if err != nil {
+		return outcome(err)
+	}
+	if !released {
+		return errNotHolder
+	}
+	return nil
+}
+
+// Close stops every keepalive and closes the connections; leases left
+// behind expire on their own.
+func (c *LeaseClient) Close() error {
+	c.mu.Lock()
+	for k, g := range c.held {
+		close(g.stop)
+		delete(c.held, k)
+	}
+	c.mu.Unlock()
+	c.pool.Close()
+	closeStorage(c.storage)
+	return nil
+}
