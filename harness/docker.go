@@ -125,9 +125,14 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 		return nil, err
 	}
 	node := memory.SlotName(slot)
-	st, err := s.cluster.ExecStream(context.WithoutCancel(ctx), node, []string{compose.BinaryPath, "agent", "--spec", string(b)})
+	st, err := s.cluster.ExecStream(context.WithoutCancel(ctx), node, []string{compose.BinaryPath, "agent"})
 	if err != nil {
 		return nil, err
+	}
+	// The spec goes in on stdin, not argv: it may carry a password.
+	if _, err := st.Stdin.Write(append(b, '\n')); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("sending the agent its spec: %w", err)
 	}
 	go s.keepStderr(node, st.Stderr)
 	stop := func() error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -76,9 +77,19 @@ func newAgentCmd() *cobra.Command {
 		Short: "Run one client process, driven by JSON lines on stdin (runs in a client node)",
 		Long: `agent opens one client of a lock service and its storage and executes the ops
 the harness sends on stdin, one JSON object per line, answering each on stdout.
-The harness starts it through docker exec; see harness/agent for the protocol.`,
+The harness starts it through docker exec; see harness/agent for the protocol.
+Without --spec the first line of stdin is the spec: that keeps any secret in it
+(a database password) off the command line, where ps would show it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			in := bufio.NewReader(os.Stdin)
+			if specJSON == "" {
+				line, err := in.ReadString('\n')
+				if err != nil {
+					return usageErr("no --spec and no spec line on stdin: %v", err)
+				}
+				specJSON = line
+			}
 			var spec backends.ClientSpec
 			if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 				return usageErr("--spec: %v", err)
@@ -90,7 +101,7 @@ The harness starts it through docker exec; see harness/agent for the protocol.`,
 				return &exitError{harness.ExitFailed, err}
 			}
 			defer c.Close()
-			if err := agent.Serve(os.Stdin, os.Stdout, c); err != nil {
+			if err := agent.Serve(in, os.Stdout, c); err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}
 			return nil
