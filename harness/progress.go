@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -10,17 +11,21 @@ import (
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
-// startProgress logs a status line every few seconds until stopped.
-func startProgress(ctx context.Context, cfg *Config, rec *history.Recorder, sched *nemesis.Schedule, started time.Time, logf func(string, ...any)) func() {
+// startProgress reports the workload's progress until stopped: status
+// gets a fresh line twice a second (a terminal's live status line), logf
+// one every five seconds (the log, and the console when it is no terminal).
+func startProgress(ctx context.Context, cfg *Config, rec *history.Recorder, sched *nemesis.Schedule, started time.Time,
+	logf func(string, ...any), status func(string)) func() {
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(5 * time.Second)
+		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
 		var last history.Counts
 		lastAt := time.Now()
-		for {
+		rate := 0.0
+		for tick := 1; ; tick++ {
 			select {
 			case <-done:
 				return
@@ -28,14 +33,20 @@ func startProgress(ctx context.Context, cfg *Config, rec *history.Recorder, sche
 				return
 			case now := <-t.C:
 				c := rec.Counts()
-				rate := float64(c.OK+c.Fail+c.Info-last.OK-last.Fail-last.Info) / now.Sub(lastAt).Seconds()
-				last, lastAt = c, now
+				if tick%2 == 0 {
+					rate = float64(c.OK+c.Fail+c.Info-last.OK-last.Fail-last.Info) / now.Sub(lastAt).Seconds()
+					last, lastAt = c, now
+				}
 				active := strings.Join(sched.Active(), " ")
 				if active == "" {
 					active = "none"
 				}
-				logf("%s of %s: %.0f ops/s, ok %d, fail %d, info %d, faults: %s",
+				line := fmt.Sprintf("%s of %s: %.0f ops/s, ok %d, fail %d, info %d, faults: %s",
 					time.Since(started).Round(time.Second), cfg.TimeLimit, rate, c.OK, c.Fail, c.Info, active)
+				status(line)
+				if tick%10 == 0 {
+					logf("%s", line)
+				}
 			}
 		}
 	}()

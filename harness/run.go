@@ -108,15 +108,21 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	}
 	defer logFile.Close()
 	var logMu sync.Mutex
-	logf := func(format string, args ...any) {
+	con := newConsole(progress)
+	defer con.Clear()
+	logTo := func(toConsole bool, format string, args ...any) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 		logFile.WriteString(line)
-		if progress != nil {
-			io.WriteString(progress, line)
+		if toConsole {
+			con.Line(line)
 		}
 	}
+	logf := func(format string, args ...any) { logTo(true, format, args...) }
+	// On a terminal the periodic progress lives in the status line; the
+	// log file (and a CI log) get a plain line every few seconds.
+	progressf := func(format string, args ...any) { logTo(!con.tty, format, args...) }
 	logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
 
 	histFile, err := os.Create(filepath.Join(dir, "history.jsonl"))
@@ -183,7 +189,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		n, err := runWorkload(runCtx, &cfg, sys, rec, hold, logf)
 		wlDone <- wlResult{n, err}
 	}()
-	stopProgress := startProgress(runCtx, &cfg, rec, sched, time.Now(), logf)
+	stopProgress := startProgress(runCtx, &cfg, rec, sched, time.Now(), progressf, con.Status)
 	<-runCtx.Done()
 	nemErr := <-nemDone
 	healErr := nemesis.HealAll(faults)
@@ -219,6 +225,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	}
 	ops, faultIntervals := history.Pair(events)
 	logf("checking %d ops", len(ops))
+	con.Status(fmt.Sprintf("checking %d ops against the fenced-storage model…", len(ops)))
 	checkStart := time.Now()
 	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout})
 	checkTime := time.Since(checkStart)
@@ -226,6 +233,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		out.Result.Verdict = models.Unknown
 		out.Result.Explanation = "the run did not complete: " + runErr.Error()
 	}
+	con.Clear()
 	logf("verdict %s in %s", out.Result.Verdict, checkTime.Round(time.Millisecond))
 
 	r := &reports.Run{
@@ -254,6 +262,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		logf("writing the step summary: %v", err)
 	}
 	if progress != nil {
+		con.Clear()
 		reports.Summary(progress, r)
 	}
 	return out, runErr
