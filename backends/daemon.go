@@ -73,3 +73,32 @@ func WaitUntil(ctx context.Context, c *compose.Cluster, node, name string, probe
 		}
 	}
 }
+
+// NodeIPs maps each named node to its address on the test network, for
+// clients that run on the host (leader discovery).
+func NodeIPs(c *compose.Cluster, nodes []string) (map[string]string, error) {
+	ips := map[string]string{}
+	for _, n := range nodes {
+		node, err := c.Node(n)
+		if err != nil {
+			return nil, err
+		}
+		ips[n] = node.IP
+	}
+	return ips, nil
+}
+
+// OnEachNode runs fn for every node at once and returns the first error.
+func OnEachNode(nodes []string, fn func(i int, node string) error) error {
+	errs := make(chan error, len(nodes))
+	for i, n := range nodes {
+		go func() { errs <- fn(i, n) }()
+	}
+	var first error
+	for range nodes {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -58,22 +58,13 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		return fmt.Errorf("unknown etcd version %q (accepted: 3.4, 3.6)", d.Version)
 	}
 	d.nodes = nodes
-	d.ips = map[string]string{}
-	for _, n := range nodes {
-		node, err := c.Node(n)
-		if err != nil {
-			return err
-		}
-		d.ips[n] = node.IP
+	ips, err := backends.NodeIPs(c, nodes)
+	if err != nil {
+		return err
 	}
-	errs := make(chan error, len(nodes))
-	for _, n := range nodes {
-		go func() { errs <- d.Start(ctx, c, n) }()
-	}
-	for range nodes {
-		if err := <-errs; err != nil {
-			return err
-		}
+	d.ips = ips
+	if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.Start(ctx, c, n) }); err != nil {
+		return err
 	}
 	for _, n := range nodes {
 		// /health answers 200 only when the member sees a leader.

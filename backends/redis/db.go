@@ -96,22 +96,13 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		return fmt.Errorf("recipe %s runs on %d Redis masters, got %d nodes", d.Recipe, want, len(nodes))
 	}
 	d.nodes = nodes
-	d.ips = map[string]string{}
-	for _, n := range nodes {
-		node, err := c.Node(n)
-		if err != nil {
-			return err
-		}
-		d.ips[n] = node.IP
+	ips, err := backends.NodeIPs(c, nodes)
+	if err != nil {
+		return err
 	}
-	errs := make(chan error, len(nodes))
-	for _, n := range nodes {
-		go func() { errs <- d.setupNode(ctx, c, n) }()
-	}
-	for range nodes {
-		if err := <-errs; err != nil {
-			return err
-		}
+	d.ips = ips
+	if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
+		return err
 	}
 	res, err := c.Exec(ctx, nodes[0], []string{"redis-server", "--version"})
 	if err == nil {

@@ -141,14 +141,11 @@ type DB struct {
 func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
 	d.timing = TimingFor(d.TTL)
 	d.nodes = nodes
-	d.ips = map[string]string{}
-	for _, n := range nodes {
-		node, err := c.Node(n)
-		if err != nil {
-			return err
-		}
-		d.ips[n] = node.IP
+	ips, err := backends.NodeIPs(c, nodes)
+	if err != nil {
+		return err
 	}
+	d.ips = ips
 	cfg := []byte(d.timing.Config(nodes))
 	errs := make(chan error, len(nodes))
 	for i, n := range nodes {
