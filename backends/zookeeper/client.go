@@ -451,18 +451,11 @@ func (c *Client) current(key string, token uint64) error {
 }
 
 func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	if err := c.current(key, token); err != nil {
-		return 0, err
-	}
-	return c.storage.Read(ctx, key, token)
+	return fenced.CheckedRead(ctx, c.storage, func() error { return c.current(key, token) }, key, token)
 }
 
 func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	if err := c.current(key, token); err != nil {
-		return err
-	}
-	backends.Failpoint(ctx, backends.FailpointWriteChecked)
-	return c.storage.Write(ctx, key, token, value)
+	return fenced.CheckedWrite(ctx, c.storage, func() error { return c.current(key, token) }, key, token, value)
 }
 
 // Release deletes the lock znode. With the session lost it sends nothing
