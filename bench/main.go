@@ -1,8 +1,9 @@
 // Command bench measures fencecheck against its speed and power goals and
 // prints one table: name, value, unit, goal, pass or fail. Run it with
 // bench/run; --docker adds the rows that need the Docker engine (etcd,
-// cluster and image timings). It is a measurement, never a test: nothing
-// here fails CI.
+// cluster and image timings, and the long run: 10 minutes on etcd with
+// every fault, the harness's memory sampled throughout; --only long runs it
+// alone). It is a measurement, never a test: nothing here fails CI.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 type row struct {
@@ -25,7 +27,10 @@ func main() {
 	checkerCase := flag.Int("checker-case", -1, "internal: check one synthetic case and print its numbers")
 	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 30 s)")
-	only := flag.String("only", "", "run only the rows whose group contains this word (checker, harness, detection, docker)")
+	only := flag.String("only", "", "run only the rows whose group contains this word (checker, harness, detection, docker, long)")
+	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
+	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
+	longSamples := flag.String("long-samples", "", "write the long run's memory samples to this file (tab-separated)")
 	flag.Parse()
 	if *checkerCase >= 0 {
 		checkerChild(*checkerCase)
@@ -47,6 +52,9 @@ func main() {
 	}
 	if *docker && want("docker") {
 		rows = append(rows, dockerRows(*runs)...)
+	}
+	if *docker && want("long") {
+		rows = append(rows, longRows(*longTime, *longEvery, *longSamples)...)
 	}
 	print(rows)
 	for _, r := range rows {
