@@ -38,7 +38,7 @@ func keyName(i int) string { return fmt.Sprintf("k%d", i) }
 func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event, error)) (history.Event, bool, bool) {
 	e.Process = w.process
 	e.Type = history.Invoke
-	w.rec.Record(e)
+	inv := w.rec.Record(e)
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
 	if w.hold != nil && e.F == history.Write {
 		if hook := w.hold.Hook(w.process, 10*time.Second); hook != nil {
@@ -59,8 +59,37 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	if e.F == history.Write {
 		done.Prev, done.Value = e.Prev, e.Value
 	}
+	w.clientSpan(&done, inv.Time)
 	done = w.rec.Record(done)
 	return done, typ == history.OK, typ == history.Info
+}
+
+// spanner is a client in another process that reads its own clock around
+// each op (agent.Remote).
+type spanner interface {
+	LastSpan() (call, ret int64, ok bool)
+}
+
+// clientSpan copies the client's own readings of the op just finished onto
+// its completion, when they are on the test's clock and not before the
+// invoke.
+func (w *worker) clientSpan(done *history.Event, invoked int64) {
+	s, ok := w.client.(spanner)
+	if !ok {
+		return
+	}
+	call, ret, ok := s.LastSpan()
+	if !ok {
+		return
+	}
+	if c, ok := w.rec.FromMonotonic(call); ok {
+		done.Call = max(c, invoked)
+	}
+	if ret != 0 && done.Type != history.Info {
+		if r, ok := w.rec.FromMonotonic(ret); ok {
+			done.Return = max(r, done.Call, invoked)
+		}
+	}
 }
 
 // retire ends the current process after an info op and opens a new one.

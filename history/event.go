@@ -58,6 +58,15 @@ type Event struct {
 	// Nodes are the targets of a nemesis event.
 	Nodes []string `json:"-"`
 	Error string   `json:"error,omitempty"`
+	// Call and Return, on a completion, are the client's own readings of
+	// when it issued the op and when the answer came back, on the test's
+	// clock (0: not known). A client in another process reads them
+	// without the transport between it and the harness, so they narrow
+	// the op's interval to [max(invoke time, Call), Return]; the harness
+	// records them only when it has checked that the client's clock is
+	// its own. Return is absent on info: the op may still take effect.
+	Call   int64 `json:"-"`
+	Return int64 `json:"-"`
 }
 
 // IsNemesis reports whether the event belongs to the fault injector.
@@ -76,11 +85,13 @@ type wireEvent struct {
 	Prev    *int64          `json:"prev,omitempty"`
 	Value   json.RawMessage `json:"value,omitempty"`
 	Error   string          `json:"error,omitempty"`
+	Call    int64           `json:"call,omitempty"`
+	Return  int64           `json:"return,omitempty"`
 }
 
 // MarshalJSON writes the documented wire shape.
 func (e Event) MarshalJSON() ([]byte, error) {
-	w := wireEvent{Index: e.Index, Time: e.Time, Type: e.Type, F: e.F, Key: e.Key, Prev: e.Prev, Error: e.Error}
+	w := wireEvent{Index: e.Index, Time: e.Time, Type: e.Type, F: e.F, Key: e.Key, Prev: e.Prev, Error: e.Error, Call: e.Call, Return: e.Return}
 	if e.IsNemesis() {
 		w.Process = json.RawMessage(`"nemesis"`)
 		if e.Nodes != nil {
@@ -110,7 +121,7 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
-	*e = Event{Index: w.Index, Time: w.Time, Type: w.Type, F: w.F, Key: w.Key, Prev: w.Prev, Error: w.Error}
+	*e = Event{Index: w.Index, Time: w.Time, Type: w.Type, F: w.F, Key: w.Key, Prev: w.Prev, Error: w.Error, Call: w.Call, Return: w.Return}
 	if w.Token != nil {
 		e.Token = *w.Token
 	}

@@ -2,6 +2,9 @@ package history
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 )
@@ -100,4 +103,68 @@ func FuzzParse(f *testing.F) {
 		}
 		Pair(events)
 	})
+}
+
+// A client's own call and return readings narrow an op to the part of its
+// interval the transport did not take; they must lie within the harness's
+// own view of it.
+func TestClientReadingsNarrowTheOp(t *testing.T) {
+	good := `{"index":0,"time":100,"process":0,"type":"invoke","f":"read","key":"k0","token":1}
+{"index":1,"time":900,"process":0,"type":"ok","f":"read","key":"k0","token":1,"value":3,"call":300,"return":700}
+{"index":2,"time":1000,"process":0,"type":"invoke","f":"write","key":"k0","token":1,"prev":3,"value":4}
+{"index":3,"time":2000,"process":0,"type":"info","f":"write","key":"k0","token":1,"prev":3,"value":4,"call":1200}
+`
+	events, err := Parse(strings.NewReader(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, _ := Pair(events)
+	if ops[0].Call != 300 || ops[0].Return != 700 || ops[0].Done != 900 {
+		t.Errorf("read: call %d return %d done %d, want 300 700 900", ops[0].Call, ops[0].Return, ops[0].Done)
+	}
+	if ops[1].Call != 1200 || ops[1].Return != math.MaxInt64 {
+		t.Errorf("info write: call %d return %d, want 1200 and open", ops[1].Call, ops[1].Return)
+	}
+	var b bytes.Buffer
+	for _, e := range events {
+		j, _ := json.Marshal(e)
+		b.Write(append(j, '\n'))
+	}
+	if b.String() != good {
+		t.Errorf("round trip:\n%s", b.String())
+	}
+
+	for name, bad := range map[string]string{
+		"call before the invoke":  `{"index":1,"time":900,"process":0,"type":"ok","f":"read","key":"k0","token":1,"value":3,"call":50}`,
+		"return after completion": `{"index":1,"time":900,"process":0,"type":"ok","f":"read","key":"k0","token":1,"value":3,"return":950}`,
+		"return before the call":  `{"index":1,"time":900,"process":0,"type":"ok","f":"read","key":"k0","token":1,"value":3,"call":500,"return":400}`,
+		"return on an info":       `{"index":1,"time":900,"process":0,"type":"info","f":"read","key":"k0","token":1,"return":400}`,
+		"readings on an invoke":   `{"index":1,"time":900,"process":1,"type":"invoke","f":"read","key":"k0","token":1,"call":400}`,
+	} {
+		h := `{"index":0,"time":100,"process":0,"type":"invoke","f":"read","key":"k0","token":1}` + "\n" + bad + "\n"
+		_, err := Parse(strings.NewReader(h))
+		var pe *ParseError
+		if !errors.As(err, &pe) || pe.Line != 2 {
+			t.Errorf("%s: got %v, want an error on line 2", name, err)
+		}
+	}
+}
+
+// The recorder keeps a client's readings inside its own stamps.
+func TestRecorderClampsClientReadings(t *testing.T) {
+	var b bytes.Buffer
+	r := NewRecorder(&b)
+	inv := r.Record(Event{Process: 0, Type: Invoke, F: Read, Key: "k0"})
+	done := r.Record(Event{Process: 0, Type: OK, F: Read, Key: "k0", Value: Int64(1), Call: inv.Time + 1, Return: math.MaxInt64 / 2})
+	if done.Return != done.Time || done.Call != inv.Time+1 {
+		t.Fatalf("call %d return %d time %d", done.Call, done.Return, done.Time)
+	}
+	if now, ok := Monotonic(); ok {
+		if at, ok := r.FromMonotonic(now); !ok || at < done.Time || at > r.Now() {
+			t.Fatalf("FromMonotonic(%d) = %d, want within [%d, %d]", now, at, done.Time, r.Now())
+		}
+	}
+	if _, err := Parse(&b); err != nil {
+		t.Fatal(err)
+	}
 }

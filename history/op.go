@@ -14,10 +14,14 @@ type Op struct {
 	Value *int64
 	// Type is the completion: OK, Fail or Info. An invoke the run never
 	// completed is Info.
-	Type   Type
-	Error  string
-	Call   int64 // invoke time
-	Return int64 // completion time; math.MaxInt64 when the outcome is unknown
+	Type  Type
+	Error string
+	// Call is the invoke time, or the client's own later reading of when
+	// it issued the op (Event.Call); Return is the completion time, or
+	// the client's own earlier reading of the answer (Event.Return), and
+	// math.MaxInt64 when the outcome is unknown.
+	Call   int64
+	Return int64
 	// Done is when the completion was recorded, info included (for drawing);
 	// 0 when the run ended first.
 	Done int64
@@ -80,6 +84,12 @@ func Pair(events []Event) (ops []Op, faults []Fault) {
 		o.CompleteIndex = e.Index
 		o.Return = e.Time
 		o.Done = e.Time
+		if e.Call != 0 {
+			o.Call = max(o.Call, e.Call)
+		}
+		if e.Return != 0 {
+			o.Return = max(e.Return, o.Call)
+		}
 		if e.Type == Info {
 			o.Return = math.MaxInt64
 		}

@@ -124,6 +124,9 @@ func (v *Validator) Check(e Event) error {
 	if e.F == "" {
 		return fmt.Errorf("missing field \"f\"")
 	}
+	if (e.Call < 0 || e.Return < 0) || ((e.Call != 0 || e.Return != 0) && (e.Type == Invoke || e.IsNemesis())) {
+		return fmt.Errorf("call and return belong on a client's completion, as non-negative times")
+	}
 	if !e.IsNemesis() {
 		if !clientFs[e.F] {
 			return fmt.Errorf("unknown f %q for a client (want acquire, read, write or release)", e.F)
@@ -149,6 +152,17 @@ func (v *Validator) Check(e Event) error {
 			}
 			if p.F != e.F || p.Key != e.Key {
 				return fmt.Errorf("completion %s %s on %q does not match the pending invoke %s on %q (index %d)", e.Type, e.F, e.Key, p.F, p.Key, p.Index)
+			}
+			if e.Call != 0 && (e.Call < p.Time || e.Call > e.Time) {
+				return fmt.Errorf("call %d of %s by process %d lies outside its invoke (%d) and completion (%d)", e.Call, e.F, e.Process, p.Time, e.Time)
+			}
+			if e.Return != 0 {
+				if e.Type == Info {
+					return fmt.Errorf("an info completion has no return (the op may still take effect)")
+				}
+				if e.Return < max(e.Call, p.Time) || e.Return > e.Time {
+					return fmt.Errorf("return %d of %s by process %d lies outside its call (%d) and completion (%d)", e.Return, e.F, e.Process, max(e.Call, p.Time), e.Time)
+				}
 			}
 			delete(v.pending, e.Process)
 			if e.Type == Info {

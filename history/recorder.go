@@ -15,6 +15,7 @@ import (
 type Recorder struct {
 	mu        sync.Mutex
 	start     time.Time
+	mono0     int64 // CLOCK_MONOTONIC at start; 0 when unknown
 	out       *bufio.Writer
 	sink      io.Writer
 	next      int64
@@ -31,7 +32,20 @@ type Counts struct {
 
 // NewRecorder starts the test's clock now and writes to w.
 func NewRecorder(w io.Writer) *Recorder {
-	return &Recorder{start: time.Now(), out: bufio.NewWriterSize(w, 64<<10), sink: w}
+	start := time.Now()
+	mono0, _ := Monotonic()
+	return &Recorder{start: start, mono0: mono0, out: bufio.NewWriterSize(w, 64<<10), sink: w}
+}
+
+// FromMonotonic places a CLOCK_MONOTONIC reading (see Monotonic), taken
+// by any process on this kernel, on the test's timeline. It is exact to
+// within the few nanoseconds between the two clock reads at start, which
+// Record's clamping absorbs.
+func (r *Recorder) FromMonotonic(ns int64) (int64, bool) {
+	if r.mono0 == 0 || ns <= 0 {
+		return 0, false
+	}
+	return ns - r.mono0, true
 }
 
 // Now is the test's monotonic time in nanoseconds.
@@ -57,6 +71,19 @@ func (r *Recorder) Record(e Event) Event {
 	e.Index = r.next
 	r.next++
 	e.Time = r.Now()
+	// A client's own readings lie within the harness's view of the op.
+	if e.Type == Info || e.Type == Invoke {
+		e.Return = 0
+	}
+	if e.Return != 0 {
+		e.Return = max(min(e.Return, e.Time), e.Call, 1)
+	}
+	if e.Call != 0 {
+		e.Call = max(min(e.Call, e.Time), 1)
+		if e.Return != 0 {
+			e.Return = max(e.Return, e.Call)
+		}
+	}
 	switch {
 	case e.IsNemesis():
 	case e.Type == Invoke:

@@ -4,8 +4,13 @@
 // never cuts the harness from its agents, and pausing the container freezes
 // the client's work and its lease keepalive together.
 //
-// The agent only executes ops and reports their outcome; the harness stamps
-// every time on its own clock and decides what a missing answer means.
+// The agent executes ops and reports their outcome with its own readings of
+// when each op was issued and answered (CLOCK_MONOTONIC, which every
+// container on the host shares): the harness checks once per agent that
+// the clock is shared and then records those readings beside its own, so
+// the history's intervals do not include the exec stream's transit. The
+// harness still stamps every event on its own clock and decides what a
+// missing answer means.
 package agent
 
 import (
@@ -49,7 +54,15 @@ type Reply struct {
 	Token uint64       `json:"token,omitempty"`
 	Value int64        `json:"value,omitempty"`
 	Error string       `json:"error,omitempty"`
+	// Call and Return are the agent's CLOCK_MONOTONIC readings (ns) just
+	// before the op went to the client and just after its answer.
+	Call   int64 `json:"call,omitempty"`
+	Return int64 `json:"return,omitempty"`
 }
+
+// Clock is the f of a request the agent answers at once with its
+// CLOCK_MONOTONIC reading in value.
+const Clock = "clock"
 
 // maxLine bounds a protocol line in both directions.
 const maxLine = 64 << 10
@@ -68,6 +81,13 @@ func Serve(r io.Reader, w io.Writer, c backends.Client) error {
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			return fmt.Errorf("malformed request %q: %w", sc.Text(), err)
+		}
+		if req.F == Clock {
+			now, _ := history.Monotonic()
+			if err := enc.Encode(Reply{ID: req.ID, Type: history.OK, Value: now}); err != nil {
+				return err
+			}
+			continue
 		}
 		var hook func(string)
 		if req.Stop {
@@ -101,6 +121,7 @@ func Execute(c backends.Client, req Request, hook func(string)) Reply {
 		ctx = backends.WithFailpoint(ctx, hook)
 	}
 	rep := Reply{ID: req.ID}
+	rep.Call, _ = history.Monotonic()
 	var err error
 	switch req.F {
 	case history.Acquire:
@@ -114,6 +135,7 @@ func Execute(c backends.Client, req Request, hook func(string)) Reply {
 	default:
 		err = backends.Definitef("unknown f %q", req.F)
 	}
+	rep.Return, _ = history.Monotonic()
 	rep.Type, rep.Error = backends.Outcome(err)
 	return rep
 }
@@ -132,6 +154,10 @@ type Remote struct {
 	nextID uint64
 	dead   error
 	lines  chan lineOrErr
+	// sharedClock: the agent's monotonic readings are the harness's
+	// (checked at start); last holds the readings of the last op.
+	sharedClock bool
+	last        Reply
 }
 
 type lineOrErr struct {
@@ -172,7 +198,50 @@ func NewRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop
 		stop()
 		return nil, fmt.Errorf("the agent did not start: %w", ctx.Err())
 	}
+	shared, err := r.clockIsShared(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("the agent started but did not answer: %w", err)
+	}
+	r.sharedClock = shared
 	return r, nil
+}
+
+// clockIsShared asks the agent for its monotonic clock and accepts it only
+// if the reading falls between the harness's own readings before the
+// request and after the answer — true for every container on this host,
+// false for an agent on another kernel (or one that cannot read it), whose
+// readings are then ignored.
+func (r *Remote) clockIsShared(ctx context.Context) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	before, ok := history.Monotonic()
+	rep, err := r.call(ctx, Request{F: Clock})
+	after, _ := history.Monotonic()
+	if err != nil {
+		return false, err
+	}
+	return ok && rep.Type == history.OK && before <= rep.Value && rep.Value <= after, nil
+}
+
+// SharedClock reports whether the agent's readings are on the harness's
+// clock.
+func (r *Remote) SharedClock() bool { return r.sharedClock }
+
+// LastSpan returns the agent's CLOCK_MONOTONIC readings of when the last op
+// was issued and answered; ok is false when there are none to trust (the
+// clock is not shared, or the op got no answer). ret is 0 for an op whose
+// outcome is unknown.
+func (r *Remote) LastSpan() (call, ret int64, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.sharedClock || r.last.Call == 0 {
+		return 0, 0, false
+	}
+	ret = r.last.Return
+	if r.last.Type == history.Info {
+		ret = 0
+	}
+	return r.last.Call, ret, true
 }
 
 // call sends one request and waits for its reply or the deadline. Any
@@ -186,6 +255,7 @@ func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
 	}
 	r.nextID++
 	req.ID = r.nextID
+	r.last = Reply{}
 	if dl, ok := ctx.Deadline(); ok {
 		// The agent gives up a little before the harness does, so an op
 		// that ends at its deadline is answered (often as a definite
@@ -238,6 +308,7 @@ func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
 				}
 				continue
 			}
+			r.last = rep
 			return rep, nil
 		}
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -78,6 +79,11 @@ func fakeAgent(t *testing.T, script func(req string, w io.Writer)) *Remote {
 				outW.Close()
 				return
 			}
+			if strings.Contains(string(buf[:n]), `"f":"clock"`) {
+				now, _ := history.Monotonic()
+				fmt.Fprintf(outW, `{"id":1,"type":"ok","value":%d}`+"\n", now)
+				continue
+			}
 			script(string(buf[:n]), outW)
 		}
 	}()
@@ -131,4 +137,52 @@ func FuzzServe(f *testing.F) {
 		defer c.Close()
 		Serve(strings.NewReader(line+"\n"), io.Discard, c)
 	})
+}
+
+// The agent's own readings of each op reach the history: they lie inside
+// the harness's view of the op, and a Remote trusts them only once it has
+// seen that the agent's clock is its own.
+func TestRemoteReportsTheAgentsSpan(t *testing.T) {
+	svc := memory.NewService(time.Second)
+	r := pipeAgent(t, memory.NewClient(svc, fenced.NewStore(fenced.All), time.Second, nil))
+	defer r.Close()
+	if !r.SharedClock() {
+		t.Fatal("an agent in this process does not share the clock")
+	}
+	before, _ := history.Monotonic()
+	if _, err := r.Acquire(context.Background(), "k0"); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := history.Monotonic()
+	call, ret, ok := r.LastSpan()
+	if !ok || call < before || ret < call || ret > after {
+		t.Fatalf("span [%d, %d] ok=%v, want inside [%d, %d]", call, ret, ok, before, after)
+	}
+
+	// An agent whose clock is another machine's: its readings are ignored.
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		io.WriteString(outW, `{"id":0,"type":"ok"}`+"\n")
+		buf := make([]byte, 4096)
+		for id := 1; ; id++ {
+			if _, err := inR.Read(buf); err != nil {
+				outW.Close()
+				return
+			}
+			fmt.Fprintf(outW, `{"id":%d,"type":"ok","value":7,"call":5,"return":6}`+"\n", id)
+		}
+	}()
+	other, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if other.SharedClock() {
+		t.Fatal("a clock reading of 7 ns was taken as shared")
+	}
+	other.Release(context.Background(), "k0")
+	if _, _, ok := other.LastSpan(); ok {
+		t.Fatal("readings from a foreign clock were trusted")
+	}
 }
