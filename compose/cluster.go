@@ -27,6 +27,28 @@ type Cluster struct {
 	privMu    sync.Mutex // privilegedExecWorks
 	privKnown bool
 	privOK    bool
+
+	startMu sync.Mutex
+	starts  map[string]*sync.RWMutex // per node: exec starts (read) against Pause (write)
+}
+
+// startLock is the node's lock that keeps a pause from landing while an
+// exec's process is being started: runc's init, caught by the freezer
+// half way into the container, hangs, and with it every later call about
+// that container (unpause and inspect included) until the cgroup is
+// thawed by hand.
+func (c *Cluster) startLock(node string) *sync.RWMutex {
+	c.startMu.Lock()
+	defer c.startMu.Unlock()
+	if c.starts == nil {
+		c.starts = map[string]*sync.RWMutex{}
+	}
+	l := c.starts[node]
+	if l == nil {
+		l = &sync.RWMutex{}
+		c.starts[node] = l
+	}
+	return l
 }
 
 // Node is one container of a cluster.
@@ -44,13 +66,19 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
+	// One tar of the binary serves every node: the binary is tens of MB
+	// and the nodes are created in parallel, so a copy per node would hold
+	// hundreds of MB until the next GC.
 	var binary []byte
 	if spec.Binary != "" {
 		b, err := os.ReadFile(spec.Binary)
 		if err != nil {
 			return nil, fmt.Errorf("test %s: reading the binary for %s: %w", spec.TestID, BinaryPath, err)
 		}
-		binary = b
+		binary, err = singleFileTar(path.Base(BinaryPath), b, 0o755)
+		if err != nil {
+			return nil, err
+		}
 	}
 	exists, err := imageExists(ctx, cli, spec.Image)
 	if err != nil {
@@ -131,8 +159,8 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 }
 
 // createNode creates and starts one container, copying the binary into it
-// before it starts. It returns the container's id as soon as there is one.
-func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig, binary []byte) (string, error) {
+// (binaryTar: a tar holding it) before it starts. It returns the container's id as soon as there is one.
+func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig, binaryTar []byte) (string, error) {
 	resp, err := cli.ContainerCreate(ctx, cfg.Config, cfg.HostConfig, cfg.Networking, nil, cfg.Name)
 	if err != nil {
 		switch {
@@ -143,13 +171,8 @@ func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig, bi
 		}
 		return "", fmt.Errorf("creating %s: %w", cfg.Name, daemonError(cli.DaemonHost(), err))
 	}
-	if binary != nil {
-		dir, file := path.Split(BinaryPath)
-		tarball, err := singleFileTar(file, binary, 0o755)
-		if err != nil {
-			return resp.ID, err
-		}
-		if err := cli.CopyToContainer(ctx, resp.ID, dir, bytes.NewReader(tarball), container.CopyToContainerOptions{}); err != nil {
+	if binaryTar != nil {
+		if err := cli.CopyToContainer(ctx, resp.ID, path.Dir(BinaryPath), bytes.NewReader(binaryTar), container.CopyToContainerOptions{}); err != nil {
 			return resp.ID, fmt.Errorf("copying the binary into %s: %w", cfg.Name, err)
 		}
 	}
