@@ -21,7 +21,7 @@ func failedRow(name string, err error) row {
 // dockerRows measures what needs the engine: the image, clusters, the
 // agent protocol, etcd through the harness against a bare client loop,
 // detection power on etcd and the README's main command.
-func dockerRows(runs int) []row {
+func dockerRows() []row {
 	ctx := context.Background()
 	var rows []row
 	cli, err := compose.Connect(ctx)
@@ -64,9 +64,7 @@ func dockerRows(runs int) []row {
 			note: fmt.Sprintf("p99 %.2f ms", float64(p99)/1e6)})
 	}
 
-	etcdCfg := harness.Config{Backend: "etcd", Cluster: "docker", Nodes: 3, Fencing: "all", Nemesis: []string{"none"}, Clients: 5, Keys: 1,
-		TimeLimit: 20 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, NemesisInterval: 5 * time.Second,
-		CheckTimeout: time.Minute, Store: tempStore(), Seed: 1}
+	etcdCfg := dockerEtcdConfig()
 	harnessMs, acqRate, err := etcdThroughHarness(etcdCfg)
 	if err != nil {
 		rows = append(rows, failedRow("etcd through the harness", err))
@@ -95,45 +93,6 @@ func dockerRows(runs int) []row {
 			rows = append(rows, row{name: "etcd: latency the harness adds over a bare client loop (read+write p50)", value: over, unit: "%",
 				goal: "< 10%", pass: over < 10,
 				note: fmt.Sprintf("harness %.2f ms, bare loop %.2f ms; bare loop %.1f acquisitions/s", h, b, float64(loop.Acquires)/loop.Seconds)})
-		}
-	}
-
-	memDocker := harness.Config{Backend: "memory", Cluster: "docker", Fencing: "none", Clients: 5, Keys: 1,
-		TimeLimit: 20 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, NemesisInterval: 2 * time.Second,
-		CheckTimeout: time.Minute}
-	etcdDetect := etcdCfg
-	etcdDetect.Fencing, etcdDetect.NemesisInterval = "none", 2*time.Second
-	for _, sys := range []struct {
-		name string
-		cfg  harness.Config
-	}{{"memory in Docker", memDocker}, {"etcd in Docker", etcdDetect}} {
-		for _, nem := range []string{"pause-holder", "pause"} {
-			cfg := sys.cfg
-			cfg.Nemesis = []string{nem}
-			found, med := 0, time.Duration(0)
-			var firsts []time.Duration
-			for i := 0; i < runs; i++ {
-				cfg.Seed = int64(2000 + i)
-				cfg.Store = tempStore()
-				out, err := harness.Run(quiet(), cfg, nil)
-				if err == nil && out.Result.Verdict == "invalid" {
-					found++
-					if t, ok := firstViolation(out); ok {
-						firsts = append(firsts, t)
-					}
-				}
-				os.RemoveAll(cfg.Store)
-			}
-			sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
-			if len(firsts) > 0 {
-				med = firsts[len(firsts)/2]
-			}
-			goal, pass := "measured", true
-			if nem == "pause-holder" {
-				goal, pass = ">= 95%", found*100 >= 95*runs
-			}
-			rows = append(rows, row{name: fmt.Sprintf("detection, %s, %s, %d runs of 20 s", sys.name, nem, runs), value: float64(found) / float64(runs) * 100,
-				unit: "%", goal: goal, pass: pass, note: fmt.Sprintf("median time to first violation %.1f s", med.Seconds())})
 		}
 	}
 
@@ -180,4 +139,59 @@ func etcdThroughHarness(cfg harness.Config) (map[string][2]float64, float64, err
 		res[f] = [2]float64{ls[len(ls)/2], ls[len(ls)*99/100]}
 	}
 	return res, float64(acq) / cfg.TimeLimit.Seconds(), nil
+}
+
+// dockerDetectionRows runs the unfenced recipes on the memory backend and on
+// etcd in Docker, runs times per fault, and reports how often the anomaly
+// was found and how soon.
+func dockerDetectionRows(runs int) []row {
+	var rows []row
+	memDocker := harness.Config{Backend: "memory", Cluster: "docker", Fencing: "none", Clients: 5, Keys: 1,
+		TimeLimit: 20 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, NemesisInterval: 2 * time.Second,
+		CheckTimeout: time.Minute}
+	etcdDetect := dockerEtcdConfig()
+	etcdDetect.Fencing, etcdDetect.NemesisInterval = "none", 2*time.Second
+	for _, sys := range []struct {
+		name string
+		cfg  harness.Config
+	}{{"memory in Docker", memDocker}, {"etcd in Docker", etcdDetect}} {
+		for _, nem := range []string{"pause-holder", "pause"} {
+			cfg := sys.cfg
+			cfg.Nemesis = []string{nem}
+			found, med := 0, time.Duration(0)
+			var firsts []time.Duration
+			for i := 0; i < runs; i++ {
+				cfg.Seed = int64(2000 + i)
+				cfg.Store = tempStore()
+				out, err := harness.Run(quiet(), cfg, nil)
+				if err == nil && out.Result.Verdict == "invalid" {
+					found++
+					if t, ok := firstViolation(out); ok {
+						firsts = append(firsts, t)
+					}
+				}
+				os.RemoveAll(cfg.Store)
+			}
+			sort.Slice(firsts, func(i, j int) bool { return firsts[i] < firsts[j] })
+			if len(firsts) > 0 {
+				med = firsts[len(firsts)/2]
+			}
+			goal, pass := "measured", true
+			if nem == "pause-holder" {
+				goal, pass = ">= 95%", found*100 >= 95*runs
+			}
+			rows = append(rows, row{name: fmt.Sprintf("detection, %s, %s, %d runs of 20 s", sys.name, nem, runs), value: float64(found) / float64(runs) * 100,
+				unit: "%", goal: goal, pass: pass, note: fmt.Sprintf("median time to first violation %.1f s", med.Seconds())})
+		}
+	}
+
+	return rows
+}
+
+// dockerEtcdConfig is the etcd test the Docker rows share: 3 nodes, 5
+// clients on one key, fenced, no faults.
+func dockerEtcdConfig() harness.Config {
+	return harness.Config{Backend: "etcd", Cluster: "docker", Nodes: 3, Fencing: "all", Nemesis: []string{"none"}, Clients: 5, Keys: 1,
+		TimeLimit: 20 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, NemesisInterval: 5 * time.Second,
+		CheckTimeout: time.Minute, Store: tempStore(), Seed: 1}
 }

@@ -26,7 +26,7 @@ type row struct {
 func main() {
 	checkerCase := flag.Int("checker-case", -1, "internal: check one synthetic case and print its numbers")
 	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
-	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 30 s)")
+	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
 	only := flag.String("only", "", "run only the rows whose group contains this word (checker, harness, detection, docker, long)")
 	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
@@ -50,8 +50,11 @@ func main() {
 	if want("detection") {
 		rows = append(rows, detectionRows()...)
 	}
+	if *docker && want("detection") {
+		rows = append(rows, dockerDetectionRows(*runs)...)
+	}
 	if *docker && want("docker") {
-		rows = append(rows, dockerRows(*runs)...)
+		rows = append(rows, dockerRows()...)
 	}
 	if *docker && want("long") {
 		rows = append(rows, longRows(*longTime, *longEvery, *longSamples)...)
