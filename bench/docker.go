@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -72,27 +71,23 @@ func dockerRows() []row {
 		rows = append(rows, row{name: "etcd, 3 nodes, 5 clients: acquisitions per second", value: acqRate, unit: "/s", goal: "measured", pass: true,
 			note: fmt.Sprintf("p50/p99 ms: acquire %.1f/%.1f, read %.1f/%.1f, write %.1f/%.1f", harnessMs["acquire"][0], harnessMs["acquire"][1],
 				harnessMs["read"][0], harnessMs["read"][1], harnessMs["write"][0], harnessMs["write"][1])})
-		out, err := harness.Yardstick(ctx, etcdCfg, 20*time.Second)
-		var loop struct {
-			Acquires int                           `json:"acquires"`
-			Seconds  float64                       `json:"seconds"`
-			Millis   map[string]map[string]float64 `json:"ms"`
-		}
-		if err == nil {
-			err = json.Unmarshal(out, &loop)
-		}
+		loop, err := harness.Yardstick(ctx, etcdCfg, 20*time.Second)
 		if err != nil {
 			rows = append(rows, failedRow("etcd bare clientv3 loop", err))
 		} else {
 			// The harness's cost per op: its median read and write
-			// latency against the bare loop's (acquire waits for other
-			// clients, so it measures contention, not overhead).
+			// latency as recorded in the history (the agents' own
+			// readings) against the bare loops' (acquire waits for other
+			// clients, so it measures contention, not overhead). The
+			// round trip through the harness is shown beside it.
 			h := harnessMs["read"][0] + harnessMs["write"][0]
-			b := loop.Millis["read"]["p50"] + loop.Millis["write"]["p50"]
+			b := loop.Millis["read"][0] + loop.Millis["write"][0]
 			over := (h - b) / b * 100
+			rt := harnessMs["read/harness"][0] + harnessMs["write/harness"][0]
 			rows = append(rows, row{name: "etcd: latency the harness adds over a bare client loop (read+write p50)", value: over, unit: "%",
 				goal: "< 10%", pass: over < 10,
-				note: fmt.Sprintf("harness %.2f ms, bare loop %.2f ms; bare loop %.1f acquisitions/s", h, b, float64(loop.Acquires)/loop.Seconds)})
+				note: fmt.Sprintf("recorded %.2f ms, bare loops %.2f ms (one per client container); through the harness's exec stream %.2f ms; acquisitions/s harness %.1f, bare %.1f",
+					h, b, rt, acqRate, float64(loop.Acquires)/loop.Seconds)})
 		}
 	}
 
@@ -129,6 +124,11 @@ func etcdThroughHarness(cfg harness.Config) (map[string][2]float64, float64, err
 			continue
 		}
 		lat[o.F] = append(lat[o.F], float64(o.Return-o.Call)/1e6)
+		// The harness's own view: from its invoke stamp to its
+		// completion stamp, the exec stream included.
+		if i := o.InvokeIndex; i < int64(len(events)) && events[i].Index == i {
+			lat[o.F+"/harness"] = append(lat[o.F+"/harness"], float64(o.Done-events[i].Time)/1e6)
+		}
 		if o.F == history.Acquire {
 			acq++
 		}

@@ -7,16 +7,19 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
 )
 
-// Yardstick sets up the Docker system cfg describes, runs `check loop`
-// (a bare client loop, no harness, no agents) with the run's client spec
-// in the first client container for d, tears everything down and returns
-// the loop's JSON. Benchmarks compare it with what the harness measures.
-func Yardstick(ctx context.Context, cfg Config, d time.Duration) ([]byte, error) {
+// Yardstick sets up the Docker system cfg describes and runs `check loop`
+// (a bare client loop: no harness, no agent, no recording) with the run's
+// client spec for d — one loop process with one client in each client
+// container, the topology of a test, where every client is its own process
+// — then tears everything down and returns the loops' numbers merged.
+// Benchmarks compare it with what the harness records.
+func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -32,15 +35,53 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) ([]byte, error)
 	}
 	defer s.Close(context.Background())
 	spec, _ := json.Marshal(s.spec)
-	res, err := s.cluster.Exec(ctx, "c1", []string{compose.BinaryPath, "loop", "--spec", string(spec),
-		"--clients", fmt.Sprint(cfg.Clients), "--duration", d.String()})
-	if err != nil {
-		return nil, err
+	type loopOut struct {
+		Acquires int                  `json:"acquires"`
+		Samples  map[string][]float64 `json:"samples"`
 	}
-	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("check loop exited %d: %s", res.ExitCode, res.Stderr)
+	outs := make([]loopOut, cfg.Clients)
+	errs := make([]error, cfg.Clients)
+	var wg sync.WaitGroup
+	for i := range cfg.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := s.cluster.Exec(ctx, fmt.Sprintf("c%d", i+1), []string{compose.BinaryPath, "loop", "--spec", string(spec),
+				"--clients", "1", "--duration", d.String()})
+			switch {
+			case err != nil:
+				errs[i] = err
+			case res.ExitCode != 0:
+				errs[i] = fmt.Errorf("check loop in c%d exited %d: %s", i+1, res.ExitCode, res.Stderr)
+			default:
+				errs[i] = json.Unmarshal([]byte(res.Stdout), &outs[i])
+			}
+		}()
 	}
-	return []byte(res.Stdout), nil
+	wg.Wait()
+	n := &LoopNumbers{Seconds: d.Seconds(), Millis: map[string][2]float64{}}
+	all := map[string][]float64{}
+	for i, o := range outs {
+		if errs[i] != nil {
+			return nil, errs[i]
+		}
+		n.Acquires += o.Acquires
+		for f, ms := range o.Samples {
+			all[f] = append(all[f], ms...)
+		}
+	}
+	for f, ms := range all {
+		sort.Float64s(ms)
+		n.Millis[f] = [2]float64{ms[(len(ms)-1)/2], ms[(len(ms)-1)*99/100]}
+	}
+	return n, nil
+}
+
+// LoopNumbers are the bare loops' merged numbers.
+type LoopNumbers struct {
+	Acquires int
+	Seconds  float64
+	Millis   map[string][2]float64 // f -> p50, p99 in ms
 }
 
 // AgentRoundTrips times n round trips of a no-op request to an agent in a

@@ -20,6 +20,9 @@ type LoopResult struct {
 	Acquires int                           `json:"acquires"`
 	Seconds  float64                       `json:"seconds"`
 	Millis   map[string]map[string]float64 `json:"ms"` // f -> p50, p99
+	// Samples are every op's latency in ms by f, so loops in several
+	// containers can be merged.
+	Samples map[string][]float64 `json:"samples"`
 }
 
 func newLoopCmd() *cobra.Command {
@@ -79,11 +82,14 @@ func newLoopCmd() *cobra.Command {
 				}()
 			}
 			wg.Wait()
-			res := LoopResult{Acquires: acquires, Seconds: duration.Seconds(), Millis: map[string]map[string]float64{}}
+			res := LoopResult{Acquires: acquires, Seconds: duration.Seconds(), Millis: map[string]map[string]float64{}, Samples: map[string][]float64{}}
 			for f, ds := range lat {
 				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 				q := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))]) / 1e6 }
 				res.Millis[f] = map[string]float64{"p50": q(0.5), "p99": q(0.99)}
+				for _, d := range ds {
+					res.Samples[f] = append(res.Samples[f], float64(d)/1e6)
+				}
 			}
 			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
 		},
