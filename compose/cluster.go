@@ -29,26 +29,77 @@ type Cluster struct {
 	privOK    bool
 
 	startMu sync.Mutex
-	starts  map[string]*sync.RWMutex // per node: exec starts (read) against Pause (write)
+	starts  map[string]*startGate // per node
 }
 
-// startLock is the node's lock that keeps a pause from landing while an
-// exec's process is being started: runc's init, caught by the freezer
-// half way into the container, hangs, and with it every later call about
-// that container (unpause and inspect included) until the cgroup is
-// thawed by hand.
-func (c *Cluster) startLock(node string) *sync.RWMutex {
+// startGate keeps a pause of a node from landing while a process is being
+// started in it: runc's init, caught by the freezer half way into the
+// container, hangs, and with it every later call about that container
+// (unpause and inspect included) until the cgroup is thawed by hand.
+// Starts may overlap each other and nest; a pause waits until none is
+// going on, and starts wait while a pause is being applied.
+type startGate struct {
+	mu       sync.Mutex
+	cond     *sync.Cond
+	starting int
+	pausing  bool
+}
+
+func (c *Cluster) gate(node string) *startGate {
 	c.startMu.Lock()
 	defer c.startMu.Unlock()
 	if c.starts == nil {
-		c.starts = map[string]*sync.RWMutex{}
+		c.starts = map[string]*startGate{}
 	}
-	l := c.starts[node]
-	if l == nil {
-		l = &sync.RWMutex{}
-		c.starts[node] = l
+	g := c.starts[node]
+	if g == nil {
+		g = &startGate{}
+		g.cond = sync.NewCond(&g.mu)
+		c.starts[node] = g
 	}
-	return l
+	return g
+}
+
+// HoldOffPause keeps Pause of node waiting until release is called. Exec
+// holds it off until the command's process runs; a caller that needs its
+// process further along first (an agent that must answer before it may be
+// frozen) holds it off for longer.
+func (c *Cluster) HoldOffPause(node string) (release func()) {
+	g := c.gate(node)
+	g.mu.Lock()
+	for g.pausing {
+		g.cond.Wait()
+	}
+	g.starting++
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			g.starting--
+			g.cond.Broadcast()
+			g.mu.Unlock()
+		})
+	}
+}
+
+// pausing runs pause once no start is going on, holding starts off
+// meanwhile.
+func (c *Cluster) pausing(node string, pause func() error) error {
+	g := c.gate(node)
+	g.mu.Lock()
+	for g.starting > 0 || g.pausing {
+		g.cond.Wait()
+	}
+	g.pausing = true
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.pausing = false
+		g.cond.Broadcast()
+		g.mu.Unlock()
+	}()
+	return pause()
 }
 
 // Node is one container of a cluster.

@@ -33,7 +33,10 @@ func daemonError(host string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.Canceled):
+		// The caller gave up (an interrupt), not the daemon.
+		return fmt.Errorf("cancelled while talking to the Docker daemon at %s: %w", host, err)
+	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("cannot reach the Docker daemon at %s: %w", host, err)
 	case errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied"):
 		return fmt.Errorf("permission denied on the Docker socket %s: run as root or as a member of the docker group: %w",

@@ -90,6 +90,7 @@ func (c *Cluster) ExecDetached(ctx context.Context, node string, cmd []string, o
 		return "", err
 	}
 	opts.Privileged = opts.Privileged && c.privilegedExecWorks(ctx, node)
+	defer c.HoldOffPause(node)()
 	create, err := c.cli.ContainerExecCreate(ctx, n.ContainerID, execOptions(cmd, opts, false))
 	if err != nil {
 		return "", fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
@@ -97,7 +98,29 @@ func (c *Cluster) ExecDetached(ctx context.Context, node string, cmd []string, o
 	if err := c.cli.ContainerExecStart(ctx, create.ID, container.ExecStartOptions{Detach: true}); err != nil {
 		return "", fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
 	}
+	c.waitStarted(ctx, create.ID)
 	return create.ID, nil
+}
+
+// waitStarted waits, for at most 10 s, until the daemon reports the exec's
+// process started (it has a pid), so that a pause cannot catch it half way
+// into the container.
+func (c *Cluster) waitStarted(ctx context.Context, id string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	delay := 2 * time.Millisecond
+	for {
+		info, err := c.cli.ContainerExecInspect(ctx, id)
+		if err != nil || info.Pid != 0 || info.ExitCode != 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
 }
 
 // ExecState tells whether an exec (from ExecDetached or a Stream) still
@@ -161,6 +184,7 @@ func (c *Cluster) execAttach(ctx context.Context, node string, cmd []string, opt
 	}
 	eo := execOptions(cmd, opts, true)
 	eo.AttachStdin = stdin
+	defer c.HoldOffPause(node)()
 	create, err := c.cli.ContainerExecCreate(ctx, n.ContainerID, eo)
 	if err != nil {
 		return "", types.HijackedResponse{}, fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
@@ -169,6 +193,7 @@ func (c *Cluster) execAttach(ctx context.Context, node string, cmd []string, opt
 	if err != nil {
 		return "", types.HijackedResponse{}, fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
 	}
+	c.waitStarted(ctx, create.ID)
 	return create.ID, resp, nil
 }
 

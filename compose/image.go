@@ -123,6 +123,15 @@ func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (st
 		progress = io.Discard
 	}
 	tag := ImageTag()
+	tagged, err := buildImage(ctx, cli, tag, progress)
+	if err != nil && ctx.Err() != nil && !strings.Contains(err.Error(), "interrupted") {
+		// debootstrap, the import or the etcd compile, cut short.
+		err = fmt.Errorf("building %s: interrupted (%w); nothing was tagged", tag, err)
+	}
+	return tagged, err
+}
+
+func buildImage(ctx context.Context, cli *client.Client, tag string, progress io.Writer) (string, error) {
 	start := time.Now()
 	mirrors := HostMirrors()
 
@@ -143,30 +152,17 @@ func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (st
 	buildStart := time.Now()
 	body, errc := buildContext(etcd)
 	archive, security := mirrors.Archive, mirrors.Security
-	resp, err := cli.ImageBuild(ctx, body, build.ImageBuildOptions{
-		Tags:        []string{tag},
-		Dockerfile:  "Dockerfile",
-		Remove:      true,
-		ForceRemove: true,
-		PullParent:  false,
-		Version:     build.BuilderV1, // BuildKit needs a session; the classic builder is enough
+	err = dockerBuild(ctx, cli, tag, body, errc, build.ImageBuildOptions{
+		Dockerfile: "Dockerfile",
+		PullParent: false,
 		BuildArgs: map[string]*string{
 			"DEBIAN_MIRROR":          &archive,
 			"DEBIAN_SECURITY_MIRROR": &security,
 		},
 		Labels: map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")},
-	})
+	}, progress)
 	if err != nil {
-		body.Close()
-		return "", fmt.Errorf("building %s: %w", tag, daemonError(cli.DaemonHost(), err))
-	}
-	streamErr := readMessages(resp.Body, progress)
-	resp.Body.Close()
-	if err := <-errc; err != nil && streamErr == nil {
-		streamErr = fmt.Errorf("sending the build context: %w", err)
-	}
-	if streamErr != nil {
-		return "", fmt.Errorf("building %s: %w", tag, streamErr)
+		return "", err
 	}
 
 	inspect, err := cli.ImageInspect(ctx, tag)
@@ -176,6 +172,44 @@ func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (st
 	fmt.Fprintf(progress, "compose: built %s in %s (docker build %s), %.0f MB\n",
 		tag, time.Since(start).Round(time.Second), time.Since(buildStart).Round(time.Second), float64(inspect.Size)/1e6)
 	return tag, nil
+}
+
+// dockerBuild runs one classic-builder build of body (a tar stream; errc
+// carries its writer's error) and tags the result tag. The daemon removes
+// every intermediate container, even of a failed step, and tags only a
+// finished build. When ctx ends (an interrupt) it returns at once: closing
+// the connection makes the daemon cancel the build, kill and remove the
+// step's container and tag nothing.
+func dockerBuild(ctx context.Context, cli *client.Client, tag string, body io.ReadCloser, errc <-chan error,
+	opts build.ImageBuildOptions, progress io.Writer) error {
+	opts.Tags = []string{tag}
+	opts.Remove, opts.ForceRemove = true, true
+	opts.Version = build.BuilderV1 // BuildKit needs a session; the classic builder is enough
+	interrupted := func(err error) error {
+		return fmt.Errorf("building %s: interrupted (%w); the daemon cancels the build and tags nothing", tag, err)
+	}
+	resp, err := cli.ImageBuild(ctx, body, opts)
+	if err != nil {
+		body.Close()
+		if ctx.Err() != nil {
+			return interrupted(ctx.Err())
+		}
+		return fmt.Errorf("building %s: %w", tag, daemonError(cli.DaemonHost(), err))
+	}
+	// The response body ends when ctx does.
+	streamErr := readMessages(resp.Body, progress)
+	resp.Body.Close()
+	body.Close()
+	if ctx.Err() != nil {
+		return interrupted(ctx.Err())
+	}
+	if err := <-errc; err != nil && streamErr == nil {
+		streamErr = fmt.Errorf("sending the build context: %w", err)
+	}
+	if streamErr != nil {
+		return fmt.Errorf("building %s: %w", tag, streamErr)
+	}
+	return nil
 }
 
 func imageExists(ctx context.Context, cli *client.Client, ref string) (bool, error) {

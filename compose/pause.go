@@ -9,13 +9,14 @@ import (
 
 // Pause freezes every process of the node with the cgroup freezer. While
 // paused, exec into the node fails and the kernel still ACKs TCP for it:
-// peers see timeouts, not refusals.
+// peers see timeouts, not refusals. A pause waits for the execs being
+// started in the node to be running (see HoldOffPause).
 func (c *Cluster) Pause(ctx context.Context, node string) error {
 	n, err := c.Node(node)
 	if err != nil {
 		return err
 	}
-	if err := c.cli.ContainerPause(ctx, n.ContainerID); err != nil {
+	if err := c.pausing(node, func() error { return c.cli.ContainerPause(ctx, n.ContainerID) }); err != nil {
 		if cerrdefs.IsConflict(err) {
 			return nil // already paused
 		}
