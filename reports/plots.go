@@ -65,7 +65,7 @@ func Latency(r *Run) Drawing {
 	lo, hi := math.Inf(1), 0.0
 	for i := range r.Ops {
 		if o := &r.Ops[i]; o.Done > 0 {
-			ms := math.Max(float64(o.Done-o.Call)/1e6, 0.001)
+			ms := math.Max(float64(latency(o))/1e6, 0.001)
 			lo, hi = math.Min(lo, ms), math.Max(hi, ms)
 		}
 	}
@@ -123,7 +123,7 @@ func Latency(r *Run) Drawing {
 		for i := range r.Ops {
 			o := &r.Ops[i]
 			x := f.x(o.Call)
-			ms := float64(o.Done-o.Call) / 1e6
+			ms := float64(latency(o)) / 1e6
 			yy := unknownY
 			unknown := o.Done == 0
 			if !unknown {
@@ -276,4 +276,14 @@ func legendFs(ops []history.Op) []struct{ F, Color string } {
 func pow10(e int) float64 {
 	v, _ := strconv.ParseFloat("1e"+strconv.Itoa(e), 64)
 	return v
+}
+
+// latency is how long an op took as the history records it: to the
+// client's own reading of the answer when there is one, else to when the
+// harness recorded the completion (an info op: when it gave up).
+func latency(o *history.Op) int64 {
+	if o.Return != math.MaxInt64 && o.Return > 0 {
+		return o.Return - o.Call
+	}
+	return o.Done - o.Call
 }
