@@ -60,6 +60,22 @@ type Config struct {
 	// AgentBinary is the static check binary copied into the containers
 	// (default: FENCECHECK_BINARY, else this executable).
 	AgentBinary string
+
+	// testID labels a Docker run's objects; Run sets it (tests may
+	// choose it).
+	testID string
+	// phaseHook, when a test sets it, is called at the start of each phase
+	// of Run: setup, image, cluster, servers (Docker only), workload, heal,
+	// final reads, teardown, check, report. Tests use it to interrupt a
+	// run exactly there; the CLI never sets it.
+	phaseHook func(phase string)
+}
+
+// phase marks the start of a phase of Run.
+func (c *Config) phase(name string) {
+	if c.phaseHook != nil {
+		c.phaseHook(name)
+	}
 }
 
 // UsageError is bad input: it names the flag, what was wrong and what is

@@ -66,7 +66,10 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if b.NewDB == nil {
 		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
 	}
-	id := testID(cfg, time.Now())
+	id := cfg.testID
+	if id == "" {
+		id = testID(cfg, time.Now())
+	}
 	db, servers, err := b.NewDB(cfg, id)
 	if err != nil {
 		return nil, err
@@ -79,6 +82,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if err != nil {
 		return nil, err
 	}
+	cfg.phase("image")
 	image, err := compose.EnsureImage(ctx, cli, progress)
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
@@ -90,6 +94,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	}
 	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
 	start := time.Now()
+	cfg.phase("cluster")
 	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin})
 	if err != nil {
 		return nil, err
@@ -99,6 +104,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
+	cfg.phase("servers")
 	if err := db.Setup(ctx, cl, nodes); err != nil {
 		s.Close(context.Background())
 		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)
@@ -125,6 +131,9 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 		return nil, err
 	}
 	node := memory.SlotName(slot)
+	// No pause until the agent has answered: one frozen half way through
+	// its start would fail the slot.
+	defer s.cluster.HoldOffPause(node)()
 	st, err := s.cluster.ExecStream(context.WithoutCancel(ctx), node, []string{compose.BinaryPath, "agent"})
 	if err != nil {
 		return nil, err
@@ -191,6 +200,29 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 		return nil
 	}
 	return s.cluster.Down(ctx)
+}
+
+// leftoverHint says how to remove what a Docker run left behind: empty
+// when the daemon confirms that nothing of testID is left, else a line
+// naming the command (also when the daemon cannot be asked).
+func leftoverHint(testID string, keep bool) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cli, err := compose.Connect(ctx)
+	var left []compose.Leftover
+	if err == nil {
+		left, err = compose.List(ctx, cli, testID)
+		cli.Close()
+	}
+	switch {
+	case err != nil:
+		return fmt.Sprintf("test %s may have left containers behind, and the Docker daemon cannot say (%v); once it answers, remove them with: check cluster down --id %s",
+			testID, err, testID)
+	case len(left) == 0 || keep:
+		return ""
+	}
+	return fmt.Sprintf("test %s left %d Docker objects behind (%s); remove them with: check cluster down --id %s",
+		testID, len(left), left[0], testID)
 }
 
 // containerFreezer pauses whole containers with the cgroup freezer.

@@ -85,7 +85,7 @@ func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := finalReads(&cfg, sys, rec, next); err != nil {
+	if err := finalReads(context.Background(), &cfg, sys, rec, next); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -90,18 +91,43 @@ func runDir(cfg *Config, started time.Time) (string, error) {
 // Run carries out one test and writes its store directory. progress gets
 // the log lines a person at a terminal wants; the full log goes to
 // check.log. An error means the test could not be carried out (exit 255);
-// even then the history recorded so far is on disk.
+// even then the history recorded so far is on disk, and results.json and
+// the report say what happened (verdict unknown).
+//
+// Interrupts, phase by phase (see docs/reliability.md): the first signal
+// (sig.Stop) ends setup, the workload or the final reads at once, heals
+// every fault and tears the cluster down, then checks and reports what was
+// recorded; the second (sig.Abort) also skips the check, so the verdict is
+// unknown. A signal during the report changes nothing: the files are
+// finished, since a half-written report is worse than a late one.
 func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if sig.Stop == nil {
+		sig.Stop = context.Background()
+	}
+	if sig.Abort == nil {
+		sig.Abort = context.Background()
+	}
+	// A second signal implies the first.
+	stop, cancelStop := context.WithCancel(sig.Stop)
+	defer cancelStop()
+	defer context.AfterFunc(sig.Abort, cancelStop)()
+
 	started := time.Now()
 	dir, err := runDir(&cfg, started)
 	if err != nil {
 		return nil, err
 	}
 	out := &Outcome{Dir: dir}
+	if cfg.Cluster == "docker" {
+		if cfg.testID == "" {
+			cfg.testID = testID(&cfg, started)
+		}
+		out.TestID = cfg.testID
+	}
 	logFile, err := os.Create(filepath.Join(dir, "check.log"))
 	if err != nil {
 		return out, fmt.Errorf("creating check.log: %w", err)
@@ -144,84 +170,79 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		return err
 	}
 
-	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
-	sys, err := openSystem(sig.Stop, &cfg, dir, logf, progress)
-	if err != nil {
-		closeHistory()
-		return out, fmt.Errorf("setting up the system under test: %w", err)
-	}
-	info := sys.Info()
-	out.TestID = info["docker test id"]
-
-	// The history's time zero is the start of the workload.
-	rec = history.NewRecorder(histFile)
-	hold := &nemesis.Hold{}
-	faults, err := buildFaults(&cfg, sys, rec, hold)
-	if err != nil {
-		sys.Close(context.Background())
-		closeHistory()
-		return out, err
-	}
-	sched := &nemesis.Schedule{
-		Faults:   faults,
-		Warmup:   min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
-		Interval: cfg.NemesisInterval,
-		Hold:     holdFor(&cfg),
-		Rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
-		Rec:      rec,
-		Log:      logf,
-	}
-
-	// The workload and the nemesis run until the time limit or the first
-	// interrupt; the nemesis then heals before the workload is waited for,
-	// since a frozen client cannot finish its op.
-	runCtx, cancelRun := context.WithTimeout(sig.Stop, cfg.TimeLimit)
-	defer cancelRun()
-	nemDone := make(chan error, 1)
-	go func() { nemDone <- sched.Run(runCtx) }()
-	logf("workload: %d clients, %d keys, %s", cfg.Clients, cfg.Keys, cfg.TimeLimit)
-	type wlResult struct {
-		next int
-		err  error
-	}
-	wlDone := make(chan wlResult, 1)
-	go func() {
-		n, err := runWorkload(runCtx, &cfg, sys, rec, hold, logf)
-		wlDone <- wlResult{n, err}
-	}()
-	stopProgress := startProgress(runCtx, &cfg, rec, sched, time.Now(), progressf, con.Status)
-	<-runCtx.Done()
-	nemErr := <-nemDone
-	healErr := nemesis.HealAll(faults)
-	stopProgress()
-	wl := <-wlDone
-	out.Interrupted = sig.Stop.Err() != nil
+	// runErr is the first reason the run could not be carried out; later
+	// errors only go to the log.
 	var runErr error
-	switch {
-	case nemErr != nil:
-		runErr = nemErr
-	case healErr != nil:
-		runErr = healErr
-	case wl.err != nil:
-		runErr = wl.err
-	}
-	if runErr == nil && !out.Interrupted {
-		logf("final reads")
-		if err := finalReads(&cfg, sys, rec, wl.next); err != nil {
+	fail := func(err error) {
+		if err == nil {
+			return
+		}
+		if runErr == nil {
 			runErr = err
+			return
+		}
+		logf("also: %v", err)
+	}
+	// interrupted names the phase a signal cut short.
+	interrupted := func(phase string, err error) error {
+		if stop.Err() != nil {
+			return fmt.Errorf("interrupted during %s: %w", phase, err)
+		}
+		return err
+	}
+
+	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
+	cfg.phase("setup")
+	sys, err := openSystem(stop, &cfg, dir, logf, progress)
+	if err == nil && stop.Err() != nil {
+		// Set up, but too late: the signal came while it was going on.
+		err = stop.Err()
+		if cerr := sys.Close(context.Background()); cerr != nil {
+			logf("tearing down: %v", cerr)
+		}
+		sys = nil
+	}
+	if err != nil {
+		sys = nil // not a typed nil: nothing to describe or close
+		fail(interrupted("setup", fmt.Errorf("setting up the system under test: %w", err)))
+	} else {
+		// The history's time zero is the start of the workload.
+		rec = history.NewRecorder(histFile)
+		out.Interrupted, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
+		cfg.phase("teardown")
+		if err := sys.Close(context.Background()); err != nil {
+			fail(fmt.Errorf("tearing down: %w", err))
 		}
 	}
-	if err := sys.Close(context.Background()); err != nil && runErr == nil {
-		runErr = fmt.Errorf("tearing down: %w", err)
+	if cfg.Cluster == "docker" {
+		if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
+			logf("%s", hint)
+			if runErr == nil {
+				runErr = errors.New(hint)
+			} else {
+				runErr = fmt.Errorf("%w\n%s", runErr, hint)
+			}
+		}
 	}
-	if err := closeHistory(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("the history could not be saved: %w", err)
+	if err := closeHistory(); err != nil {
+		// The history's own error comes first: without it nothing else
+		// the run says can be trusted.
+		herr := fmt.Errorf("the history could not be saved: %w", err)
+		if runErr != nil {
+			logf("also: %v", runErr)
+		}
+		runErr = herr
 	}
-	logf("recorded %d events", rec.Len())
+	n := int64(0)
+	if rec != nil {
+		n = rec.Len()
+	}
+	logf("recorded %d events", n)
 
+	cfg.phase("check")
 	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
-		return out, fmt.Errorf("reading back the history: %w", err)
+		fail(fmt.Errorf("reading back the history: %w", err))
 	}
 	ops, faultIntervals := history.Pair(events)
 	logf("checking %d ops", len(ops))
@@ -229,16 +250,24 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	checkStart := time.Now()
 	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout})
 	checkTime := time.Since(checkStart)
-	if runErr != nil && out.Result.Verdict == models.Valid {
+	if sig.Abort.Err() != nil && out.Result.Verdict != models.Invalid {
+		// A violation already found stands; anything else is unknown.
+		out.Result.Verdict = models.Unknown
+		out.Result.Explanation = "the check was skipped: interrupted a second time"
+	}
+	if runErr != nil && out.Result.Verdict != models.Invalid {
 		out.Result.Verdict = models.Unknown
 		out.Result.Explanation = "the run did not complete: " + runErr.Error()
 	}
+	out.Interrupted = out.Interrupted || stop.Err() != nil
 	con.Clear()
 	logf("verdict %s in %s", out.Result.Verdict, checkTime.Round(time.Millisecond))
 
+	// From here on signals change nothing: the files are finished.
+	cfg.phase("report")
 	r := &reports.Run{
 		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
-		Params: params(&cfg, info), Command: cfg.Command,
+		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command,
 		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
 	}
 	if runErr != nil {
@@ -246,16 +275,12 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	}
 	if err := reports.WriteAll(r); err != nil {
 		logf("writing the reports: %v", err)
-		if runErr == nil {
-			runErr = err
-		}
+		fail(fmt.Errorf("writing the reports: %w", err))
 	}
 	if cfg.JUnit != "" {
 		if err := reports.WriteJUnitFile(cfg.JUnit, r); err != nil {
 			logf("writing %s: %v", cfg.JUnit, err)
-			if runErr == nil {
-				runErr = err
-			}
+			fail(err)
 		}
 	}
 	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
@@ -266,6 +291,126 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		reports.Summary(progress, r)
 	}
 	return out, runErr
+}
+
+// sysInfo describes the system for the report; a system that could not be
+// set up is described by its test id alone.
+func sysInfo(sys System, cfg *Config) map[string]string {
+	if sys != nil {
+		return sys.Info()
+	}
+	if cfg.testID != "" {
+		return map[string]string{"docker test id": cfg.testID}
+	}
+	return nil
+}
+
+// runWorkloadPhases drives the workload and the nemesis until the time
+// limit, the first interrupt or the workload's failure, heals every fault
+// and takes the final reads. It reports whether a signal cut the workload
+// short and the first error.
+func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *history.Recorder,
+	logf, progressf func(string, ...any), con *console) (bool, error) {
+	hold := &nemesis.Hold{}
+	faults, err := buildFaults(cfg, sys, rec, hold)
+	if err != nil {
+		return false, err
+	}
+	sched := &nemesis.Schedule{
+		Faults:   faults,
+		Warmup:   min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
+		Interval: cfg.NemesisInterval,
+		Hold:     holdFor(cfg),
+		Rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
+		Rec:      rec,
+		Log:      logf,
+	}
+
+	// The workload and the nemesis run until the time limit, the first
+	// interrupt, or until either gives up (every slot failed, a heal
+	// failed); the nemesis then heals before the workload is waited for,
+	// since a frozen client cannot finish its op.
+	cfg.phase("workload")
+	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
+	defer cancelRun()
+	nemDone := make(chan error, 1)
+	go func() { nemDone <- sched.Run(runCtx) }()
+	logf("workload: %d clients, %d keys, %s", cfg.Clients, cfg.Keys, cfg.TimeLimit)
+	type wlResult struct {
+		next int
+		err  error
+	}
+	wlDone := make(chan wlResult, 1)
+	go func() {
+		n, err := runWorkload(runCtx, cfg, sys, rec, hold, logf)
+		wlDone <- wlResult{n, err}
+	}()
+	stopProgress := startProgress(runCtx, cfg, rec, sched, time.Now(), progressf, con.Status)
+	var (
+		wl      wlResult
+		nemErr  error
+		wlEnded bool
+	)
+	nemEnded := false
+	select {
+	case <-runCtx.Done():
+	case wl = <-wlDone:
+		wlEnded = true
+	case nemErr = <-nemDone:
+		nemEnded = true
+		if nemErr == nil {
+			select {
+			case <-runCtx.Done():
+			case wl = <-wlDone:
+				wlEnded = true
+			}
+		}
+	}
+	if runCtx.Err() == nil {
+		switch {
+		case nemErr != nil:
+			logf("the nemesis gave up early: %v", nemErr)
+		case wlEnded && wl.err != nil:
+			logf("the workload gave up early: %v", wl.err)
+		}
+	}
+	cancelRun()
+	if !nemEnded {
+		nemErr = <-nemDone
+	}
+	cfg.phase("heal")
+	healErr := nemesis.HealAll(faults)
+	stopProgress()
+	if !wlEnded {
+		wl = <-wlDone
+	}
+	interrupted := stop.Err() != nil
+	if interrupted && wl.err != nil && errors.Is(wl.err, context.Canceled) {
+		// A client cut short while it was being opened: the interrupt's
+		// doing, not the system's.
+		logf("workload: %v", wl.err)
+		wl.err = nil
+	}
+	var runErr error
+	switch {
+	case nemErr != nil:
+		runErr = nemErr
+	case healErr != nil:
+		runErr = healErr
+	case wl.err != nil:
+		runErr = wl.err
+	}
+	if runErr == nil && !interrupted {
+		cfg.phase("final reads")
+		logf("final reads")
+		if err := finalReads(stop, cfg, sys, rec, wl.next); err != nil {
+			runErr = err
+		}
+		if stop.Err() != nil {
+			logf("final reads cut short by an interrupt")
+		}
+	}
+	return interrupted, runErr
 }
 
 // params lists everything needed to rerun the test, in a stable order.

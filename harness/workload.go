@@ -198,32 +198,49 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 }
 
 // finalReads takes, for every key, a fresh lock and reads the value, so the
-// model sees the final state after every fault has been healed.
-func finalReads(cfg *Config, sys System, rec *history.Recorder, firstProcess int) error {
-	for k := 0; k < cfg.Keys; k++ {
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.OpTimeout+cfg.LeaseTTL)
+// model sees the final state after every fault has been healed. An
+// interrupt (stop) ends them at once: the op in flight is cut short and
+// recorded as unknown, no further op is started, and what was recorded
+// stays for the check.
+func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Recorder, firstProcess int) error {
+	// withStop runs an op's call under its own deadline and the interrupt.
+	withStop := func(f func(ctx context.Context) (history.Event, error)) func(ctx context.Context) (history.Event, error) {
+		return func(ctx context.Context) (history.Event, error) {
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(stop, cancel)()
+			return f(ctx)
+		}
+	}
+	for k := 0; k < cfg.Keys && stop.Err() == nil; k++ {
+		ctx, cancel := context.WithTimeout(stop, cfg.OpTimeout+cfg.LeaseTTL)
 		c, err := sys.NewClient(ctx, 1)
 		if err != nil {
 			cancel()
+			if stop.Err() != nil {
+				return nil
+			}
 			return fmt.Errorf("final read of %s: opening a client: %w", keyName(k), err)
 		}
 		w := &worker{slot: 1, process: firstProcess + k, slots: 1, client: c, sys: sys, rec: rec, cfg: cfg}
 		key := keyName(k)
-		acq, ok, _ := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
+		acq, ok, _ := w.op(history.Event{F: history.Acquire, Key: key}, withStop(func(ctx context.Context) (history.Event, error) {
 			t, err := c.Acquire(ctx, key)
 			return history.Event{Token: t}, err
-		})
-		if ok {
-			w.op(history.Event{F: history.Read, Key: key, Token: acq.Token}, func(ctx context.Context) (history.Event, error) {
+		}))
+		if ok && stop.Err() == nil {
+			w.op(history.Event{F: history.Read, Key: key, Token: acq.Token}, withStop(func(ctx context.Context) (history.Event, error) {
 				v, err := c.Read(ctx, key, acq.Token)
 				if err != nil {
 					return history.Event{}, err
 				}
 				return history.Event{Value: history.Int64(v)}, nil
-			})
-			w.op(history.Event{F: history.Release, Key: key, Token: acq.Token}, func(ctx context.Context) (history.Event, error) {
+			}))
+		}
+		if acq.Type == history.OK && stop.Err() == nil {
+			w.op(history.Event{F: history.Release, Key: key, Token: acq.Token}, withStop(func(ctx context.Context) (history.Event, error) {
 				return history.Event{}, c.Release(ctx, key)
-			})
+			}))
 		}
 		c.Close()
 		cancel()

@@ -26,7 +26,10 @@ is only needed when they change.`,
 		Example: "  check image build",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			// An interrupt cancels the build: the daemon removes the
+			// step's container and tags nothing.
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
 			cli, err := compose.Connect(ctx)
 			if err != nil {
 				return failed(err)
@@ -54,7 +57,9 @@ func newClusterCmd() *cobra.Command {
 		Example: "  check cluster up --nodes 3 --clients 2 --id manual\n  docker exec -it fc-manual-n1 bash",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			// An interrupt stops it; Up removes what it had created.
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
 			cli, err := compose.Connect(ctx)
 			if err != nil {
 				return failed(err)

@@ -62,6 +62,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return code
 }
 
+// interruptible is ctx ended by the first SIGINT or SIGTERM, for commands
+// with a single thing to stop (an image build, bringing a cluster up).
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+}
+
 // signals turns the first SIGINT/SIGTERM into Stop and the second into
 // Abort, and prints what each does.
 func signals() (harness.Signals, func()) {
