@@ -1,0 +1,212 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// socketProxy stands for the Docker daemon: it forwards a Unix socket of
+// its own to the real one until Cut, which closes the listener (removing
+// the socket file) and every open connection, as a daemon that went away
+// would.
+type socketProxy struct {
+	path, target string
+	ln           net.Listener
+	mu           sync.Mutex
+	conns        map[net.Conn]bool
+	cut          bool
+}
+
+func startSocketProxy(t *testing.T) *socketProxy {
+	t.Helper()
+	target := "/var/run/docker.sock"
+	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
+		target = strings.TrimPrefix(h, "unix://")
+	} else if h != "" {
+		t.Skipf("DOCKER_HOST=%s is not a Unix socket", h)
+	}
+	// A short directory: socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "fcd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := &socketProxy{path: filepath.Join(dir, "docker.sock"), target: target, conns: map[net.Conn]bool{}}
+	p.ln, err = net.Listen("unix", p.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Cut)
+	go p.serve()
+	return p
+}
+
+func (p *socketProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("unix", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		if !p.track(c, d) {
+			continue
+		}
+		// Each direction is copied until its end, which is passed on as
+		// a half-close (an exec's stdin ends that way).
+		pipe := func(dst, src net.Conn) {
+			io.Copy(dst, src)
+			if cw, ok := dst.(interface{ CloseWrite() error }); ok {
+				cw.CloseWrite()
+			}
+		}
+		go pipe(d, c)
+		go pipe(c, d)
+	}
+}
+
+func (p *socketProxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		for _, c := range cs {
+			c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = true
+	}
+	return true
+}
+
+// Cut makes the daemon go away: no new connection, every open one closed.
+func (p *socketProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cut {
+		return
+	}
+	p.cut = true
+	p.ln.Close()
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// The Docker daemon goes away mid-workload, with a client container
+// frozen: the run ends within a bounded time with an error naming the
+// daemon's address and the command that removes what was left, the
+// history is flushed and whole, and results.json says the run failed
+// (verdict unknown). The test then removes the leftovers through the
+// real socket.
+func TestDockerDaemonGoneMidRun(t *testing.T) {
+	bin := dockerOrSkip(t)
+	ctx := context.Background()
+	cli, err := compose.Connect(ctx) // the real daemon, for the cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	proxy := startSocketProxy(t)
+	t.Setenv("DOCKER_HOST", "unix://"+proxy.path)
+
+	cfg := dockerConfig(t, "memory", "all", "pause")
+	cfg.AgentBinary = bin
+	cfg.Clients = 3
+	cfg.TimeLimit = 2 * time.Minute // only the daemon's going away ends it in time
+	cfg.NemesisInterval = time.Second
+	cfg.PauseDuration = 30 * time.Second
+	cfg.testID = uniqueTestID("memory")
+	id := cfg.testID
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		compose.DownAll(ctx, cli, id)
+	})
+	var cutAt time.Time
+	var mu sync.Mutex
+	cfg.phaseHook = func(p string) {
+		if p != "workload" {
+			return
+		}
+		// Cut once a client is frozen and the workload has run a while.
+		go func() {
+			time.Sleep(time.Second)
+			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				objs, _ := compose.List(ctx, cli, id)
+				for _, o := range objs {
+					if o.State == "paused" {
+						mu.Lock()
+						cutAt = time.Now()
+						mu.Unlock()
+						t.Logf("%s paused: cutting the daemon off", o.Name)
+						proxy.Cut()
+						return
+					}
+				}
+			}
+			t.Error("no client was frozen within 20 s")
+			proxy.Cut()
+		}()
+	}
+	out, runErr := Run(quiet(), cfg, testWriter{t})
+	mu.Lock()
+	after := time.Since(cutAt)
+	mu.Unlock()
+	if runErr == nil {
+		t.Fatal("the run succeeded without its daemon")
+	}
+	t.Logf("the run ended %s after the daemon went away: %v", after.Round(time.Millisecond), runErr)
+	if after > 45*time.Second {
+		t.Errorf("the run ended %s after the daemon went away", after)
+	}
+	msg := runErr.Error()
+	for _, want := range []string{"unix://" + proxy.path, "check cluster down --id " + id} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not name %q:\n%s", want, msg)
+		}
+	}
+	if errors.Is(runErr, context.Canceled) {
+		t.Errorf("the error reads as an interrupt: %v", runErr)
+	}
+	checkStore(t, out, runErr)
+	if out.Result.Verdict != models.Unknown {
+		t.Errorf("verdict %s, want unknown", out.Result.Verdict)
+	}
+	if out.Interrupted {
+		t.Error("the run says it was interrupted: nobody sent a signal")
+	}
+
+	// What the message asks for, through the real socket.
+	left, err := compose.List(ctx, cli, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) == 0 {
+		t.Fatal("nothing was left behind: did the daemon really go away?")
+	}
+	t.Logf("left behind: %v", left)
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := compose.DownAll(dctx, cli, id); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := compose.List(ctx, cli, id); err != nil || len(left) != 0 {
+		t.Errorf("after check cluster down: %v %v", left, err)
+	}
+}
