@@ -346,6 +346,24 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		wlDone <- wlResult{n, err}
 	}()
 	stopProgress := startProgress(runCtx, cfg, rec, sched, time.Now(), progressf, con.Status)
+	// A history that cannot be written (a full disk) ends the workload:
+	// nothing more it does can be checked.
+	go func() {
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+				if err := rec.Err(); err != nil {
+					logf("ending the workload: %v", err)
+					cancelRun()
+					return
+				}
+			}
+		}
+	}()
 	var (
 		wl      wlResult
 		nemErr  error
@@ -400,7 +418,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	case wl.err != nil:
 		runErr = wl.err
 	}
-	if runErr == nil && !interrupted {
+	if runErr == nil && !interrupted && rec.Err() == nil {
 		cfg.phase("final reads")
 		logf("final reads")
 		if err := finalReads(stop, cfg, sys, rec, wl.next); err != nil {
