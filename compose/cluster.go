@@ -162,6 +162,17 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 		if netID != "" {
 			cli.NetworkRemove(cctx, netID)
 		}
+		if ctx.Err() != nil {
+			// Cut short: a create whose answer was lost may still be
+			// carried out by the daemon. Remove by label what appears.
+			for i := 0; i < 3; i++ {
+				select {
+				case <-cctx.Done():
+				case <-time.After(500 * time.Millisecond):
+				}
+				removeObjects(cctx, cli, spec.TestID, nil)
+			}
+		}
 	}()
 
 	resp, err := cli.NetworkCreate(ctx, c.Network, NetworkOptions(spec.TestID))

@@ -162,27 +162,30 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
-		before := map[string]bool{}
-		if objs, err := compose.List(ctx, cli, ""); err == nil {
-			for _, o := range objs {
-				before[o.TestID] = true
+		cfg.testID = uniqueTestID("memory")
+		stop, cancel := context.WithCancel(context.Background())
+		// Timed from the start of the phase, not of the run: setup takes
+		// longer on a loaded machine.
+		phase := "setup"
+		if at >= 3*time.Second {
+			phase = "workload"
+			at -= 2 * time.Second
+		}
+		cfg.phaseHook = func(p string) {
+			if p == phase {
+				time.AfterFunc(at, cancel)
 			}
 		}
-		stop, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(at, cancel)
 		out, err := Run(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t})
 		cancel()
-		// Anything of a memory test that was not there before is ours
-		// (other engineers' runs may be going on at the same time).
-		left, _ := compose.List(ctx, cli, "")
+		left, _ := compose.List(ctx, cli, cfg.testID)
 		for _, l := range left {
-			if strings.HasPrefix(l.TestID, "memory-") && !before[l.TestID] {
-				t.Errorf("interrupt at %s left behind: %s", at, l)
-			}
+			t.Errorf("interrupt in the %s left behind: %s", phase, l)
 		}
+		compose.DownAll(ctx, cli, cfg.testID)
 		cli.Close()
 		cancelList()
-		if at < 3*time.Second {
+		if phase == "setup" {
 			// During setup: the run could not be carried out.
 			if err == nil && !out.Interrupted {
 				t.Errorf("interrupt during setup: no error and not interrupted")
