@@ -28,7 +28,8 @@ type Signals struct {
 type Outcome struct {
 	Dir    string
 	Result models.Result
-	// Interrupted: the run was stopped by a signal before its time limit.
+	// Interrupted: a signal came before the report (in setup, the
+	// workload, the final reads or the check); what was recorded stands.
 	Interrupted bool
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -166,5 +169,47 @@ func TestRecorderClampsClientReadings(t *testing.T) {
 	}
 	if _, err := Parse(&b); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// fullDisk writes to f until room bytes are used, then takes only part of
+// a write and fails, as a write to a full disk does.
+type fullDisk struct {
+	f    *os.File
+	room int
+}
+
+func (d *fullDisk) Write(b []byte) (int, error) {
+	if len(b) > d.room {
+		n, _ := d.f.Write(b[:d.room])
+		d.room = 0
+		return n, syscall.ENOSPC
+	}
+	d.room -= len(b)
+	return d.f.Write(b)
+}
+
+func (d *fullDisk) Truncate(n int64) error { return d.f.Truncate(n) }
+
+// A full disk keeps the first error and leaves only whole lines behind.
+func TestFullDiskLeavesWholeLines(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r := NewRecorder(&fullDisk{f: f, room: 500})
+	for i := 0; i < 20; i++ {
+		r.Record(Event{Process: i, Type: Invoke, F: Acquire, Key: "k0"})
+	}
+	if !errors.Is(r.Err(), syscall.ENOSPC) {
+		t.Fatalf("Err() = %v, want no space left", r.Err())
+	}
+	events, err := ParseFile(f.Name())
+	if err != nil {
+		t.Fatalf("the history does not read back: %v", err)
+	}
+	if len(events) == 0 || len(events) >= 20 {
+		t.Fatalf("%d events read back, want some but not all", len(events))
 	}
 }

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,8 +15,8 @@ type Recorder struct {
 	mu        sync.Mutex
 	start     time.Time
 	mono0     int64 // CLOCK_MONOTONIC at start; 0 when unknown
-	out       *bufio.Writer
 	sink      io.Writer
+	whole     int64 // bytes of whole lines written
 	next      int64
 	err       error
 	observers []func(Event)
@@ -34,7 +33,7 @@ type Counts struct {
 func NewRecorder(w io.Writer) *Recorder {
 	start := time.Now()
 	mono0, _ := Monotonic()
-	return &Recorder{start: start, mono0: mono0, out: bufio.NewWriterSize(w, 64<<10), sink: w}
+	return &Recorder{start: start, mono0: mono0, sink: w}
 }
 
 // FromMonotonic places a CLOCK_MONOTONIC reading (see Monotonic), taken
@@ -96,16 +95,26 @@ func (r *Recorder) Record(e Event) Event {
 		r.counts.Info++
 	}
 	if r.err == nil {
+		// One write per event, straight to the file: nothing waits in a
+		// buffer for a crash to lose.
 		b, err := json.Marshal(e)
 		if err == nil {
 			b = append(b, '\n')
-			_, err = r.out.Write(b)
+			var n int
+			n, err = r.sink.Write(b)
+			if err == nil && n < len(b) {
+				err = io.ErrShortWrite
+			}
 		}
 		if err == nil {
-			err = r.out.Flush()
-		}
-		if err != nil {
+			r.whole += int64(len(b))
+		} else {
 			r.err = fmt.Errorf("writing the history: %w", err)
+			// A full disk can take half a line: cut the file back to
+			// the last whole one, so the history still reads.
+			if t, ok := r.sink.(interface{ Truncate(int64) error }); ok {
+				t.Truncate(r.whole)
+			}
 		}
 	}
 	for _, f := range r.observers {

@@ -52,7 +52,7 @@ func StepSummary(r *Run) string {
 		fmt.Fprintf(&b, "The run did not complete: %s\n\n", md(r.Error))
 	}
 	if r.Interrupted {
-		b.WriteString("The run was interrupted before its time limit.\n\n")
+		b.WriteString("The run was interrupted by a signal: the history ends where it stopped.\n\n")
 	}
 	if len(r.Result.Keys) > 0 {
 		b.WriteString("| key | verdict | ops | explanation |\n|---|---|---:|---|\n")

@@ -30,7 +30,7 @@ func Summary(w io.Writer, r *Run) {
 		fmt.Fprintf(w, "  key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
 	}
 	if r.Interrupted {
-		fmt.Fprintln(w, "  the run was interrupted before its time limit")
+		fmt.Fprintln(w, "  the run was interrupted by a signal: the history ends where it stopped")
 	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
