@@ -3,7 +3,10 @@ package compose
 import (
 	"context"
 	"errors"
+	"net"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,5 +64,49 @@ func TestDaemonErrorCancelled(t *testing.T) {
 	err = daemonError("unix:///x.sock", context.DeadlineExceeded)
 	if !strings.Contains(err.Error(), "cannot reach the Docker daemon at unix:///x.sock") {
 		t.Errorf("deadline: %v", err)
+	}
+}
+
+// A daemon that accepts connections but never answers fails Connect within
+// the response bound, with a message that says so.
+func TestHungDaemonFailsInBoundedTime(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "docker.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var conns []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c) // read nothing, answer nothing
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	}()
+	t.Setenv("DOCKER_HOST", "unix://"+sock)
+	old := responseTimeout
+	responseTimeout = 500 * time.Millisecond
+	defer func() { responseTimeout = old }()
+	start := time.Now()
+	_, err = Connect(context.Background())
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), "did not answer") || !strings.Contains(err.Error(), sock) {
+		t.Fatalf("Connect to a hung daemon: %v", err)
+	}
+	if took > 10*time.Second {
+		t.Fatalf("Connect took %s to give up", took)
 	}
 }
