@@ -103,6 +103,8 @@ type granted uint64
 // token order (acquires) and the storage (reads and writes) share nothing in
 // the model, so by locality each is linearizable on its own and they are
 // checked as separate partitions: much cheaper than one product state.
+// (Check decides the lease partition without porcupine, see checkGrants;
+// the model still describes it, for anyone searching acquires directly.)
 func part(o *history.Op) string {
 	if o.F == history.Acquire {
 		return "lease"

@@ -26,6 +26,9 @@ type Synthetic struct {
 	// Fenced: the storage refuses stale tokens (reads and writes). Without
 	// it, pauses make the history invalid.
 	Fenced bool
+	// NoTokens records every op without its token, as a recipe without
+	// tokens does (with PauseRate 0, so nothing is refused as fenced).
+	NoTokens bool
 }
 
 type simEvent struct {
@@ -228,6 +231,11 @@ func (s Synthetic) Generate() []history.Op {
 	}
 	// Events were recorded in processing order, which is time order.
 	out, _ := history.Pair(events)
+	if s.NoTokens {
+		for i := range out {
+			out[i].Token = 0
+		}
+	}
 	return out
 }
 
