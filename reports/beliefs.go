@@ -76,7 +76,7 @@ func Beliefs(ops []history.Op, end int64) []Belief {
 				out[j].End = o.Call
 			}
 			open[id] = len(out)
-			out = append(out, Belief{Process: o.Process, Key: o.Key, Token: o.Token, Start: o.Done, End: end, Acquire: o.InvokeIndex})
+			out = append(out, Belief{Process: o.Process, Key: o.Key, Token: o.Token, Start: doneOf(o), End: end, Acquire: o.InvokeIndex})
 			continue
 		}
 		j, ok := open[id]
@@ -87,7 +87,7 @@ func Beliefs(ops []history.Op, end int64) []Belief {
 		case o.F == history.Release:
 			out[j].End = o.Call
 		case o.Error == ErrLeaseLost:
-			out[j].End = o.Done
+			out[j].End = doneOf(o)
 		case o.Type == history.Info:
 			if o.Done > 0 {
 				out[j].End = o.Done

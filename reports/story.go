@@ -84,7 +84,7 @@ func Story(r *Run, k *models.KeyResult) []Step {
 	if acq != nil {
 		for _, o := range t.ops {
 			if o.Process != c.Process && o.F == history.Acquire && o.Type == history.OK && o.Token > acq.Token &&
-				o.Done >= acq.Call && (takeover == nil || o.Done < takeover.Done) {
+				doneOf(o) >= acq.Call && (takeover == nil || doneOf(o) < doneOf(takeover)) {
 				takeover = o
 			}
 		}
@@ -98,23 +98,23 @@ func Story(r *Run, k *models.KeyResult) []Step {
 	var over *history.Op // the last write acknowledged before a culprit write
 	if c.F == history.Write && c.Type == history.OK {
 		for _, o := range t.ops {
-			if o.Process != c.Process && o.F == history.Write && o.Type == history.OK && o.Done > 0 && o.Done < c.Done &&
-				(over == nil || o.Done > over.Done) {
+			if o.Process != c.Process && o.F == history.Write && o.Type == history.OK && o.Done > 0 && doneOf(o) < doneOf(c) &&
+				(over == nil || doneOf(o) > doneOf(over)) {
 				over = o
 			}
 		}
-		if over != nil && over.Done >= start {
+		if over != nil && doneOf(over) >= start {
 			named[over] = "op"
 		}
 	}
 	if lastHolder != nil {
 		var between []*history.Op
 		for _, o := range t.ops {
-			if o.Process != c.Process && o.F != history.Release && o.Done > doneOf(lastHolder) && o.Done < doneOf(c) {
+			if o.Process != c.Process && o.F != history.Release && doneOf(o) > doneOf(lastHolder) && doneOf(o) < doneOf(c) {
 				between = append(between, o)
 			}
 		}
-		sort.SliceStable(between, func(i, j int) bool { return between[i].Done < between[j].Done })
+		sort.SliceStable(between, func(i, j int) bool { return doneOf(between[i]) < doneOf(between[j]) })
 		if len(between) > maxInterleaved {
 			between = between[len(between)-maxInterleaved:]
 		}
@@ -207,7 +207,7 @@ func Story(r *Run, k *models.KeyResult) []Step {
 		case o == c:
 			steps = append(steps, t.culpritStep(c, blamed))
 		case o == takeover:
-			steps = append(steps, Step{o.Done, fmt.Sprintf("%s took the lease on %s over with token %d: from here on, token %d is stale",
+			steps = append(steps, Step{doneOf(o), fmt.Sprintf("%s took the lease on %s over with token %d: from here on, token %d is stale",
 				t.who(o.Process), t.key, o.Token, acq.Token), "takeover", o.InvokeIndex})
 		default:
 			steps = append(steps, t.opStep(o, role))
@@ -245,7 +245,7 @@ func (t *teller) tally() (Step, bool) {
 				unknown++
 			}
 		}
-		if o.F == history.Read && o.Type == history.OK && o.Value != nil && (last == nil || o.Done > last.Done) {
+		if o.F == history.Read && o.Type == history.OK && o.Value != nil && (last == nil || doneOf(o) > doneOf(last)) {
 			last = o
 		}
 	}
@@ -259,12 +259,17 @@ func (t *teller) tally() (Step, bool) {
 	if unknown > 0 {
 		text += fmt.Sprintf(" (%d more writes had an unknown outcome)", unknown)
 	}
-	return Step{last.Done, text, "after", last.InvokeIndex}, true
+	return Step{doneOf(last), text, "after", last.InvokeIndex}, true
 }
 
-// doneOf is when an op's completion was recorded, or its invocation when
-// the run ended first.
+// doneOf is when an op ended as the history records it: the client's own
+// reading of the answer when it has one (what the checker uses, so the
+// story and the verdict agree), else when the harness recorded the
+// completion, else its invocation when the run ended first.
 func doneOf(o *history.Op) int64 {
+	if o.Type != history.Info && o.Return > 0 && o.Return != math.MaxInt64 {
+		return o.Return
+	}
 	if o.Done > 0 {
 		return o.Done
 	}
@@ -336,7 +341,7 @@ func (t *teller) newestAdmitted(before int64, not int) (uint64, *history.Op) {
 	var best uint64
 	var by *history.Op
 	for _, o := range t.ops {
-		if o.Process != not && (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && o.Done > 0 && o.Done < before && o.Token > best {
+		if o.Process != not && (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && o.Done > 0 && doneOf(o) < before && o.Token > best {
 			best, by = o.Token, o
 		}
 	}
@@ -349,7 +354,7 @@ func (t *teller) newestGranted(before int64, not int) (uint64, *history.Op) {
 	var best uint64
 	var by *history.Op
 	for _, o := range t.ops {
-		if o.Process != not && o.F == history.Acquire && o.Type == history.OK && o.Done > 0 && o.Done < before && o.Token > best {
+		if o.Process != not && o.F == history.Acquire && o.Type == history.OK && o.Done > 0 && doneOf(o) < before && o.Token > best {
 			best, by = o.Token, o
 		}
 	}
@@ -364,8 +369,8 @@ func (t *teller) opStep(o *history.Op, role string) Step {
 	case o.F == history.Acquire && o.Type == history.OK:
 		text = fmt.Sprintf("%s acquired the lease on %s with token %d", who, t.key, o.Token)
 		if role == "holder" {
-			if g, by := t.newestGranted(o.Done, o.Process); g > o.Token {
-				text += fmt.Sprintf(" and believes it holds it, though token %d had already been granted to %s at %s", g, t.who(by.Process), secs(by.Done))
+			if g, by := t.newestGranted(doneOf(o), o.Process); g > o.Token {
+				text += fmt.Sprintf(" and believes it holds it, though token %d had already been granted to %s at %s", g, t.who(by.Process), secs(doneOf(by)))
 				kind = "stale"
 			} else {
 				text += " and believes it holds it"
@@ -387,10 +392,10 @@ func (t *teller) opStep(o *history.Op, role string) Step {
 	}
 	if role == "holder" && o.Type == history.OK && (o.F == history.Read || o.F == history.Write) {
 		if a, by := t.newestAdmitted(o.Call, o.Process); a > o.Token {
-			text += fmt.Sprintf(", a stale token: the storage had already seen token %d (%s's %s at %s)", a, t.who(by.Process), by.F, secs(by.Done))
+			text += fmt.Sprintf(", a stale token: the storage had already seen token %d (%s's %s at %s)", a, t.who(by.Process), by.F, secs(doneOf(by)))
 			kind = "stale"
 		} else if g, by := t.newestGranted(o.Call, o.Process); g > o.Token {
-			text += fmt.Sprintf(", a stale token: token %d had been granted to %s at %s", g, t.who(by.Process), secs(by.Done))
+			text += fmt.Sprintf(", a stale token: token %d had been granted to %s at %s", g, t.who(by.Process), secs(doneOf(by)))
 			kind = "stale"
 		}
 	}
@@ -403,21 +408,21 @@ func (t *teller) culpritStep(c, blamed *history.Op) Step {
 	switch {
 	case c.F == history.Write && c.Type == history.OK:
 		text = fmt.Sprintf("%s's write of %s over %s with token %d returned ok: the storage accepted it", who, i64(c.Value), i64(c.Prev), c.Token)
-		if a, by := t.newestAdmitted(c.Done, c.Process); a > c.Token {
-			text += fmt.Sprintf(", though by then it had admitted token %d (%s's %s at %s): a stale lease holder's write got through", a, t.who(by.Process), by.F, secs(by.Done))
-		} else if g, by := t.newestGranted(c.Done, c.Process); g > c.Token {
-			text += fmt.Sprintf(", though by then token %d had been granted to %s (at %s): a stale lease holder's write got through", g, t.who(by.Process), secs(by.Done))
+		if a, by := t.newestAdmitted(doneOf(c), c.Process); a > c.Token {
+			text += fmt.Sprintf(", though by then it had admitted token %d (%s's %s at %s): a stale lease holder's write got through", a, t.who(by.Process), by.F, secs(doneOf(by)))
+		} else if g, by := t.newestGranted(doneOf(c), c.Process); g > c.Token {
+			text += fmt.Sprintf(", though by then token %d had been granted to %s (at %s): a stale lease holder's write got through", g, t.who(by.Process), secs(doneOf(by)))
 		}
 	case c.F == history.Read && c.Type == history.OK:
 		text = fmt.Sprintf("%s read %s with token %d", who, i64(c.Value), c.Token)
 		var last *history.Op
 		for _, o := range t.ops {
-			if o.F == history.Write && o.Type == history.OK && o.Done > 0 && o.Done < c.Call && (last == nil || o.Done > last.Done) {
+			if o.F == history.Write && o.Type == history.OK && o.Done > 0 && doneOf(o) < c.Call && (last == nil || doneOf(o) > doneOf(last)) {
 				last = o
 			}
 		}
 		if last != nil && last.Value != nil && c.Value != nil && *last.Value != *c.Value {
-			text += fmt.Sprintf(", but %s had written %d with token %d at %s: the read saw a value the storage no longer held", t.who(last.Process), *last.Value, last.Token, secs(last.Done))
+			text += fmt.Sprintf(", but %s had written %d with token %d at %s: the read saw a value the storage no longer held", t.who(last.Process), *last.Value, last.Token, secs(doneOf(last)))
 		} else {
 			text += ": no order of the writes around it can produce that value"
 		}
@@ -442,10 +447,10 @@ func (t *teller) lostStep(c, over *history.Op) (Step, bool) {
 	}
 	if *over.Value == *c.Prev {
 		return Step{doneOf(c), fmt.Sprintf("it overwrote %d (written by %s with token %d at %s), the value it had read",
-			*over.Value, t.who(over.Process), over.Token, secs(over.Done)), "lost", over.InvokeIndex}, true
+			*over.Value, t.who(over.Process), over.Token, secs(doneOf(over))), "lost", over.InvokeIndex}, true
 	}
 	return Step{doneOf(c), fmt.Sprintf("the storage held %d, written by %s with token %d at %s; %s overwrote it with %s, computed from its stale read of %d: %s's update is lost",
-		*over.Value, t.who(over.Process), over.Token, secs(over.Done), t.who(c.Process), i64(c.Value), *c.Prev, t.who(over.Process)), "lost", over.InvokeIndex}, true
+		*over.Value, t.who(over.Process), over.Token, secs(doneOf(over)), t.who(c.Process), i64(c.Value), *c.Prev, t.who(over.Process)), "lost", over.InvokeIndex}, true
 }
 
 // faultSteps tells the faults that overlap [start, end]: the ones that hit
@@ -522,7 +527,7 @@ func (t *teller) slotContext(nodes []string, at int64) string {
 		part := t.who(p)
 		switch {
 		case cur.Key != t.key:
-		case doneOf(cur) > at || cur.Done == 0:
+		case doneOf(cur) > at || doneOf(cur) == 0:
 			part += fmt.Sprintf(", in the middle of its %s of %s", cur.F, t.key)
 			if cur.F != history.Acquire && cur.Token != 0 {
 				part += fmt.Sprintf(" with token %d", cur.Token)
