@@ -140,6 +140,21 @@ type longWatch struct {
 	workStart chan struct{}
 }
 
+// markDuringWorkload takes a sample (after a forced GC) into *dst, unless
+// the workload has already ended.
+func (w *longWatch) markDuringWorkload(phase string, dst **memSample) {
+	w.mu.Lock()
+	ended := w.ended
+	w.mu.Unlock()
+	if ended {
+		return
+	}
+	s := w.sample(phase, true)
+	w.mu.Lock()
+	*dst = &s
+	w.mu.Unlock()
+}
+
 func (w *longWatch) sample(phase string, forceGC bool) memSample {
 	live, inuse, g := readMem(forceGC)
 	s := memSample{phase: phase, heapLive: live, heapInuse: inuse, rss: procStatus("VmRSS"), goroutines: g}
@@ -230,25 +245,9 @@ func (w *longWatch) run(limit, every time.Duration, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-mark.C:
-			w.mu.Lock()
-			ended := w.ended
-			w.mu.Unlock()
-			if !ended {
-				s := w.sample("20% of the workload", true)
-				w.mu.Lock()
-				w.at20 = &s
-				w.mu.Unlock()
-			}
+			w.markDuringWorkload("20% of the workload", &w.at20)
 		case <-endMark.C:
-			w.mu.Lock()
-			ended := w.ended
-			w.mu.Unlock()
-			if !ended {
-				s := w.sample("end of workload", true)
-				w.mu.Lock()
-				w.atEnd = &s
-				w.mu.Unlock()
-			}
+			w.markDuringWorkload("end of workload", &w.atEnd)
 		case <-t.C:
 			w.mu.Lock()
 			phase := "workload"
