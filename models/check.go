@@ -198,12 +198,12 @@ func Annotations(faults []history.Fault) []porcupine.Annotation {
 func checkKey(ctx context.Context, key string, ops []porcupine.Operation, grants []*history.Op, opts Options) KeyResult {
 	kr := checkStorage(ctx, key, ops, opts)
 	kr.Ops += len(grants)
-	if kr.Verdict == Invalid {
-		return kr // the storage's story names the stale write
-	}
+	// Grants that break the token order come first: they are the cause
+	// of whatever the storage then saw (a lock service whose counter
+	// restarted hands out old tokens again).
 	if msg, culprits, bad := checkGrants(grants); bad {
 		kr.Verdict = Invalid
-		kr.Explanation = fmt.Sprintf("key %s: %s", key, msg)
+		kr.Explanation = msg
 		kr.Culprits = culprits
 	}
 	return kr
@@ -225,7 +225,7 @@ func checkGrants(grants []*history.Op) (msg string, blamed []int64, bad bool) {
 	for i, o := range g {
 		if i > 0 && g[i-1].Token == o.Token {
 			a, b := g[i-1], o
-			return fmt.Sprintf("token %d was granted twice: to process %d at %s and to process %d at %s",
+			return fmt.Sprintf("token %d was granted twice, to process %d at %s and to process %d at %s: tokens must only increase",
 				o.Token, a.Process, secs(a.Return), b.Process, secs(b.Return)), culprits(b, a), true
 		}
 		if latest != nil && o.Return < latest.Call {

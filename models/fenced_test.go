@@ -378,3 +378,15 @@ func deref(ops []*history.Op) []history.Op {
 	}
 	return out
 }
+
+// A token granted twice (a lock service that lost its counter) is named.
+func TestTokenGrantedTwiceIsNamed(t *testing.T) {
+	b := newBuilder()
+	b.acquire(1, 1)
+	b.read(1, 1, 0)
+	b.acquire(2, 1)
+	r := b.check(t)
+	if r.Verdict != Invalid || !strings.Contains(r.Explanation, "token 1 was granted twice") || !strings.Contains(r.Explanation, "tokens must only increase") {
+		t.Fatalf("%s: %s", r.Verdict, r.Explanation)
+	}
+}
