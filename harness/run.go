@@ -463,12 +463,18 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		logf("workload: %v", wl.err)
 		wl.err = nil
 	}
+	// What is still broken after the last heal comes first: it is what
+	// the person must act on. A heal the nemesis failed that the last one
+	// did is only logged.
 	var runErr error
 	switch {
-	case nemErr != nil:
-		runErr = nemErr
 	case healErr != nil:
 		runErr = healErr
+		if nemErr != nil {
+			logf("the nemesis gave up: %v", nemErr)
+		}
+	case nemErr != nil:
+		runErr = nemErr
 	case wl.err != nil:
 		runErr = wl.err
 	}
