@@ -3,6 +3,7 @@ package compose
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -19,7 +20,7 @@ func (c *Cluster) Pause(ctx context.Context, node string) error {
 	}
 	var began time.Time
 	if err := c.pausing(node, func() error { began = time.Now(); return c.cli.ContainerPause(ctx, n.ContainerID) }); err != nil {
-		if cerrdefs.IsConflict(err) {
+		if cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is already paused") {
 			return nil // already paused
 		}
 		return fmt.Errorf("pausing %s: %w", node, askError(c.cli.DaemonHost(), "the pause of "+node, began, err))
@@ -35,8 +36,8 @@ func (c *Cluster) Unpause(ctx context.Context, node string) error {
 	}
 	began := time.Now()
 	if err := c.cli.ContainerUnpause(ctx, n.ContainerID); err != nil {
-		if cerrdefs.IsConflict(err) {
-			return nil // not paused
+		if cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is not paused") {
+			return nil // not paused (engine 20.10 answers 500, not 409)
 		}
 		return fmt.Errorf("resuming %s: %w", node, askError(c.cli.DaemonHost(), "the unpause of "+node, began, err))
 	}

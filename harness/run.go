@@ -438,9 +438,11 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	// The workload ran to its time limit only if the deadline ended it.
 	ran := time.Since(wlStart)
 	fullTime := errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	nemLogged := false
 	if runCtx.Err() == nil {
 		switch {
 		case nemErr != nil:
+			nemLogged = true
 			logf("the nemesis gave up early: %v", nemErr)
 		case wlEnded && wl.err != nil:
 			logf("the workload gave up early: %v", wl.err)
@@ -470,7 +472,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	switch {
 	case healErr != nil:
 		runErr = healErr
-		if nemErr != nil {
+		if nemErr != nil && !nemLogged {
 			logf("the nemesis gave up: %v", nemErr)
 		}
 	case nemErr != nil:
