@@ -111,6 +111,7 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	if b.Work != 0 {
 		base.Work = b.Work
 	}
+	base.Hold = b.Hold
 	if b.NemesisInterval != 0 {
 		base.NemesisInterval = b.NemesisInterval
 	}

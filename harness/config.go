@@ -38,6 +38,10 @@ type Config struct {
 	TimeLimit       time.Duration
 	LeaseTTL        time.Duration
 	Work            time.Duration // time a holder spends between its read and its write
+	// Hold adds a uniformly random time in [0, Hold] to Work in each
+	// section: a critical section that takes time, which is where a
+	// random pause can land.
+	Hold time.Duration
 	PauseDuration   time.Duration // 0: 2 × LeaseTTL
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
@@ -258,6 +262,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Work < 0 || c.Work > time.Minute {
 		return usage("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
+	}
+	if c.Hold < 0 || c.Hold > time.Minute {
+		return usage("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
 	}
 	if c.PauseDuration < 0 {
 		return usage("pause-duration", "must not be negative")
