@@ -35,13 +35,13 @@ type Config struct {
 	Store         string
 	Name          string // the test's name in the store; derived when empty
 
-	TimeLimit       time.Duration
-	LeaseTTL        time.Duration
-	Work            time.Duration // time a holder spends between its read and its write
+	TimeLimit time.Duration
+	LeaseTTL  time.Duration
+	Work      time.Duration // time a holder spends between its read and its write
 	// Hold adds a uniformly random time in [0, Hold] to Work in each
 	// section: a critical section that takes time, which is where a
 	// random pause can land.
-	Hold time.Duration
+	Hold            time.Duration
 	PauseDuration   time.Duration // 0: 2 × LeaseTTL
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
