@@ -35,17 +35,17 @@ type Config struct {
 	Store         string
 	Name          string // the test's name in the store; derived when empty
 
-	TimeLimit time.Duration
-	LeaseTTL  time.Duration
-	Work      time.Duration // time a holder spends between its read and its write
-	// Hold adds a uniformly random time in [0, Hold] to Work in each
-	// section: a critical section that takes time, which is where a
-	// random pause can land.
-	Hold            time.Duration
+	TimeLimit       time.Duration
+	LeaseTTL        time.Duration
+	Work            time.Duration // time a holder spends between its read and its write
 	PauseDuration   time.Duration // 0: 2 × LeaseTTL
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
 	CheckTimeout    time.Duration
+	// Hold adds a uniformly random time in [0, Hold] to Work in each
+	// section: a critical section that takes time, which is where a
+	// random pause can land.
+	Hold time.Duration
 
 	// Command is the command line that started the run, for the report.
 	Command string
