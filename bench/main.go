@@ -31,6 +31,7 @@ func main() {
 	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	longSamples := flag.String("long-samples", "", "write the long run's memory samples to this file (tab-separated)")
+	hold := flag.Duration("hold", time.Second, "detection rows: also a random pause with this --hold (0: no such row)")
 	flag.Parse()
 	if *checkerCase >= 0 {
 		checkerChild(*checkerCase)
@@ -48,10 +49,10 @@ func main() {
 		rows = append(rows, harnessRows()...)
 	}
 	if want("detection") {
-		rows = append(rows, detectionRows()...)
+		rows = append(rows, detectionRows(*hold)...)
 	}
 	if *docker && want("detection") {
-		rows = append(rows, dockerDetectionRows(*runs)...)
+		rows = append(rows, dockerDetectionRows(*runs, *hold)...)
 	}
 	if *docker && want("docker") {
 		rows = append(rows, dockerRows()...)
