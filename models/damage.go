@@ -55,8 +55,8 @@ type KeyDamage struct {
 	LostMin *int `json:"lost_min"`
 	LostMax *int `json:"lost_max"`
 	// StaleWritesAccepted counts ok writes whose token was below one the
-	// storage had already admitted (an ok read or write with a higher
-	// token that returned before the write was sent).
+	// storage had already admitted: an ok read or write with a higher
+	// token returned before the write did (see staleAccepted).
 	StaleWritesAccepted int `json:"stale_writes_accepted"`
 	// StaleRefused counts reads and writes the storage refused as stale
 	// (fail with error fenced).
@@ -399,9 +399,15 @@ type admit struct {
 	token uint64
 }
 
-// staleAccepted counts the ok writes sent after an op with a higher token
-// had been admitted: they are certainly stale, whatever the real order of
-// overlapping ops.
+// staleAccepted counts the ok writes that returned after an op with a
+// higher token had been admitted (had returned). The write took effect
+// somewhere in its interval, and a holder frozen inside its write (between
+// its lease check and sending it) took effect at the end of it, after the
+// newer holder's op; so the end is the time to compare. Such a write always
+// overlaps a newer holder's admitted op: its holder had been superseded
+// while it wrote. (A write the storage applied just before the newer op
+// but whose answer came back after it would count too; that needs the
+// same overlap of two holders.)
 func staleAccepted(admitted []admit, writes []*history.Op) int {
 	if len(admitted) == 0 || len(writes) == 0 {
 		return 0
@@ -416,8 +422,9 @@ func staleAccepted(admitted []admit, writes []*history.Op) int {
 	}
 	n := 0
 	for _, w := range writes {
-		// the admissions that returned strictly before the write was sent
-		i := sort.Search(len(admitted), func(i int) bool { return admitted[i].at >= w.Call }) - 1
+		// the admissions that returned strictly before the write did
+		end := doneOf(w)
+		i := sort.Search(len(admitted), func(i int) bool { return admitted[i].at >= end }) - 1
 		if i >= 0 && best[i] > w.Token {
 			n++
 		}

@@ -103,6 +103,25 @@ func TestDamageExactLostUpdate(t *testing.T) {
 	}
 }
 
+// A holder frozen inside its write (invoked before the newer holder's
+// read, answered after it) wrote stale: counted.
+func TestDamageStaleWriteFrozenInFlight(t *testing.T) {
+	b := newBuilder()
+	b.section(0, 1, 0)
+	b.acquire(1, 2)
+	b.read(1, 2, 1)
+	b.invoke(1, history.Write, 2, history.Int64(1), history.Int64(2)) // frozen here
+	b.section(2, 3, 1)
+	b.complete(1, history.OK, 0, nil, "")
+	b.release(1)
+	b.finalRead(9, 4, 2)
+	d := b.damage(t)
+	if d.StaleWritesAccepted != 1 {
+		t.Fatalf("stale accepted %d, want 1", d.StaleWritesAccepted)
+	}
+	wantLost(t, "run", d.LostMin, d.LostMax, 1, 1)
+}
+
 func TestDamageNothingLost(t *testing.T) {
 	b := newBuilder()
 	for i := 0; i < 4; i++ {
