@@ -144,7 +144,10 @@ func etcdThroughHarness(cfg harness.Config) (map[string][2]float64, float64, err
 // dockerDetectionRows runs the unfenced recipes on the memory backend and on
 // etcd in Docker, runs times per fault, and reports how often the anomaly
 // was found and how soon.
-func dockerDetectionRows(runs int) []row {
+//
+// hold > 0 adds a row per system: a random pause with --hold, a critical
+// section of random length in which the pause can land.
+func dockerDetectionRows(runs int, hold time.Duration) []row {
 	var rows []row
 	memDocker := harness.Config{Backend: "memory", Cluster: "docker", Fencing: "none", Clients: 5, Keys: 1,
 		TimeLimit: 20 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, NemesisInterval: 2 * time.Second,
@@ -155,15 +158,21 @@ func dockerDetectionRows(runs int) []row {
 		name string
 		cfg  harness.Config
 	}{{"memory in Docker", memDocker}, {"etcd in Docker", etcdDetect}} {
-		for _, nem := range []string{"pause-holder", "pause"} {
+		for _, nh := range detectionFaults(hold) {
+			nem := nh.nem
 			cfg := sys.cfg
 			cfg.Nemesis = []string{nem}
+			cfg.Hold = nh.hold
 			found, med := 0, time.Duration(0)
 			var firsts []time.Duration
+			var lost []float64
 			for i := 0; i < runs; i++ {
 				cfg.Seed = int64(2000 + i)
 				cfg.Store = tempStore()
 				out, err := harness.Run(quiet(), cfg, nil)
+				if share, ok := lostShare(out); err == nil && ok {
+					lost = append(lost, share)
+				}
 				if err == nil && out.Result.Verdict == "invalid" {
 					found++
 					if t, ok := firstViolation(out); ok {
@@ -180,8 +189,8 @@ func dockerDetectionRows(runs int) []row {
 			if nem == "pause-holder" {
 				goal, pass = ">= 95%", found*100 >= 95*runs
 			}
-			rows = append(rows, row{name: fmt.Sprintf("detection, %s, %s, %d runs of 20 s", sys.name, nem, runs), value: float64(found) / float64(runs) * 100,
-				unit: "%", goal: goal, pass: pass, note: fmt.Sprintf("median time to first violation %.1f s", med.Seconds())})
+			rows = append(rows, row{name: fmt.Sprintf("detection, %s, %s%s, %d runs of 20 s", sys.name, nem, nh.label(), runs), value: float64(found) / float64(runs) * 100,
+				unit: "%", goal: goal, pass: pass, note: fmt.Sprintf("median time to first violation %.1f s; %s", med.Seconds(), lostNote(lost))})
 		}
 	}
 

@@ -39,6 +39,7 @@ func main() {
 	stressHogMax := flag.Float64("stress-hog-max-gib", 0, "GiB the memory hog may hold at most (0: all but --stress-leave-gib)")
 	stressDiskFiles := flag.Int("stress-disk-files", 4, "files the stress group's disk writer rotates through")
 	stressDiskMiB := flag.Int("stress-disk-mib", 256, "MiB per file of the disk writer")
+	hold := flag.Duration("hold", time.Second, "detection rows: also a random pause with this --hold (0: no such row)")
 	flag.Parse()
 	if *checkerCase >= 0 {
 		checkerChild(*checkerCase)
@@ -82,10 +83,10 @@ func main() {
 		rows = append(rows, harnessRows()...)
 	}
 	if want("detection") {
-		rows = append(rows, detectionRows()...)
+		rows = append(rows, detectionRows(*hold)...)
 	}
 	if *docker && want("detection") {
-		rows = append(rows, dockerDetectionRows(*runs)...)
+		rows = append(rows, dockerDetectionRows(*runs, *hold)...)
 	}
 	if *docker && want("docker") {
 		rows = append(rows, dockerRows()...)

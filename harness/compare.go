@@ -111,6 +111,7 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	if b.Work != 0 {
 		base.Work = b.Work
 	}
+	base.Hold = b.Hold
 	if b.NemesisInterval != 0 {
 		base.NemesisInterval = b.NemesisInterval
 	}
@@ -336,6 +337,22 @@ func AggregateCell(fault string, runs []reports.CompareRun) reports.CompareCell 
 		share := float64(ok) / float64(all)
 		c.AcquireOKShare = &share
 	}
+	var lost []float64
+	for _, r := range runs {
+		if r.LostShareMin == nil || r.LostShareMax == nil {
+			continue
+		}
+		lost = append(lost, *r.LostShareMin)
+		if len(c.LostShareRange) == 0 {
+			c.LostShareRange = []float64{*r.LostShareMin, *r.LostShareMax}
+		}
+		c.LostShareRange[0] = min(c.LostShareRange[0], *r.LostShareMin)
+		c.LostShareRange[1] = max(c.LostShareRange[1], *r.LostShareMax)
+	}
+	if len(lost) > 0 {
+		med := median(lost)
+		c.MedianLostShare = &med
+	}
 	return c
 }
 
@@ -396,6 +413,7 @@ func compareRun(cfg Config, root string, out *Outcome, runErr error, took time.D
 		if json.Unmarshal(b, &res) == nil {
 			acq := res.Stats.Ops[history.Acquire]
 			r.AcquireOK, r.AcquireFail, r.AcquireInfo = acq[string(history.OK)], acq[string(history.Fail)], acq[string(history.Info)]
+			r.LostShareMin, r.LostShareMax = res.Damage.LostShareMin, res.Damage.LostShareMax
 		}
 	}
 	if out.Result.Verdict == models.Invalid {
@@ -490,6 +508,9 @@ func runLine(r reports.CompareRun) string {
 	s := r.Verdict
 	if r.FirstViolationS != nil {
 		s += fmt.Sprintf(", first violation at %.1f s", *r.FirstViolationS)
+	}
+	if r.LostShareMin != nil && r.LostShareMax != nil {
+		s += ", lost " + models.ShareText(*r.LostShareMin, *r.LostShareMax) + " of acknowledged updates"
 	}
 	s += fmt.Sprintf(", %d ok acquires, %.0f s", r.AcquireOK, r.DurationS)
 	if r.Error != "" {

@@ -90,12 +90,13 @@ func TestExpandCompareFullPreset(t *testing.T) {
 			}
 		}
 	}
-	if etcdOwn != 1 {
-		t.Errorf("%d rows of etcd's own storage, want 1", etcdOwn)
+	etcdInfo, _ := backendInfo("etcd")
+	if etcdOwn != len(etcdInfo.Recipes) {
+		t.Errorf("%d rows of etcd's own storage, want one per etcd recipe (%d)", etcdOwn, len(etcdInfo.Recipes))
 	}
 	// Every recipe of every backend but memory, on the fenced node under
 	// three fencing modes, on postgres's storage too when it is built in.
-	want := 1
+	want := len(etcdInfo.Recipes) // etcd's own storage
 	storages := 1
 	if _, ok := Storages["postgres"]; ok {
 		storages = 2
@@ -127,6 +128,8 @@ func TestExpandCompareFlags(t *testing.T) {
 		docker("redis", "setnx-incr", "fenced", "all"),
 		docker("etcd", "mutex", "fenced", "all"),
 		docker("etcd", "mutex", "etcd", "none"),
+		docker("etcd", "lock-rpc", "fenced", "all"),
+		docker("etcd", "lock-rpc", "etcd", "none"),
 	}
 	if !slices.Equal(m.Rows, want) {
 		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)

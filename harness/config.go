@@ -42,6 +42,10 @@ type Config struct {
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
 	CheckTimeout    time.Duration
+	// Hold adds a uniformly random time in [0, Hold] to Work in each
+	// section: a critical section that takes time, which is where a
+	// random pause can land.
+	Hold time.Duration
 
 	// Command is the command line that started the run, for the report.
 	Command string
@@ -258,6 +262,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Work < 0 || c.Work > time.Minute {
 		return usage("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
+	}
+	if c.Hold < 0 || c.Hold > time.Minute {
+		return usage("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
 	}
 	if c.PauseDuration < 0 {
 		return usage("pause-duration", "must not be negative")

@@ -515,7 +515,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: cfg.Recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
 		{Name: "nemesis", Value: fmt.Sprint(cfg.Nemesis)}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
 		{Name: "cluster", Value: cfg.Cluster}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
-		{Name: "work", Value: cfg.Work.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
+		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "redis-persistence", Value: cfg.RedisPersistence}, {Name: "seed", Value: fmt.Sprint(cfg.Seed)},
 	}

@@ -105,6 +105,18 @@ func (w *worker) retire(ctx context.Context) error {
 	return nil
 }
 
+// sectionWork is how long this section works between its read and its
+// write: --work, plus a uniformly random time in [0, --hold] drawn from the
+// slot's seeded generator (nothing is drawn when --hold is 0, so runs
+// without it keep their key sequence).
+func (w *worker) sectionWork() time.Duration {
+	d := w.cfg.Work
+	if w.cfg.Hold > 0 && w.rng != nil {
+		d += time.Duration(w.rng.Int64N(int64(w.cfg.Hold) + 1))
+	}
+	return d
+}
+
 // section runs one lock → read → write → release on key. A refused read
 // ends the section without a write; the lock is released either way. It
 // returns an error only when the slot cannot go on.
@@ -135,8 +147,8 @@ func (w *worker) section(ctx context.Context, key string) error {
 		return w.retire(ctx)
 	}
 	if ok {
-		if w.cfg.Work > 0 {
-			time.Sleep(w.cfg.Work)
+		if d := w.sectionWork(); d > 0 {
+			time.Sleep(d)
 		}
 		prev := *rd.Value
 		_, _, info = w.op(history.Event{F: history.Write, Key: key, Token: token, Prev: history.Int64(prev), Value: history.Int64(prev + 1)},

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // CompareSchema names the version of compare.json (docs/compare.md).
@@ -69,8 +71,15 @@ type CompareCell struct {
 	AcquiresPerS float64 `json:"acquires_per_s"`
 	// AcquireOKShare is ok / (ok + fail + info) of every acquire of the
 	// cell's runs; null when there was none.
-	AcquireOKShare *float64     `json:"acquire_ok_share"`
-	Runs           []CompareRun `json:"runs"`
+	AcquireOKShare *float64 `json:"acquire_ok_share"`
+	// MedianLostShare is the median, over the runs whose lost updates
+	// could be counted, of each run's share of acknowledged updates lost
+	// (its lower bound: exact when no write's outcome was unknown);
+	// LostShareRange is [the smallest lower bound, the largest upper
+	// bound] over those runs. Null when no run could be counted.
+	MedianLostShare *float64     `json:"median_lost_share"`
+	LostShareRange  []float64    `json:"lost_share_range,omitempty"`
+	Runs            []CompareRun `json:"runs"`
 }
 
 // CompareRun is one run of a cell.
@@ -91,6 +100,11 @@ type CompareRun struct {
 	TimeLimitS      float64  `json:"time_limit_s"`
 	// DurationS is the run's wall time, setup and check included.
 	DurationS float64 `json:"duration_s"`
+	// LostShareMin and LostShareMax bound the share of acknowledged
+	// updates the run lost (results.json's damage); null when they could
+	// not be counted.
+	LostShareMin *float64 `json:"lost_share_min"`
+	LostShareMax *float64 `json:"lost_share_max"`
 }
 
 // The verdict words of a cell, in the order a cell lists them.
@@ -130,7 +144,24 @@ func (c *CompareCell) StatsText() string {
 	if c.AcquireOKShare != nil {
 		share = fmt.Sprintf("%.0f%% ok", 100**c.AcquireOKShare)
 	}
+	if lost := c.LostText(); lost != "" {
+		first += " · " + lost
+	}
 	return fmt.Sprintf("%s · %.1f acq/s · %s", first, c.AcquiresPerS, share)
+}
+
+// LostText is the cell's lost-update share, e.g. "lost 2.1%" or, over
+// several runs or with writes of unknown outcome, "lost 2.1% (0.4–5%)";
+// "" when no run's lost updates could be counted.
+func (c *CompareCell) LostText() string {
+	if c.MedianLostShare == nil {
+		return ""
+	}
+	s := "lost " + models.ShareText(*c.MedianLostShare, *c.MedianLostShare)
+	if len(c.LostShareRange) == 2 && c.LostShareRange[0] != c.LostShareRange[1] {
+		s += " (" + models.ShareText(c.LostShareRange[0], c.LostShareRange[1]) + ")"
+	}
+	return s
 }
 
 // Class is the cell's colour: valid or invalid when every run agrees,
@@ -177,6 +208,7 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 		b.WriteString(" **Interrupted: cells marked \"not run\" were not reached.**")
 	}
 	b.WriteString("\n\nEach cell: the verdicts; the median time to the first violation (when the first culprit op completed); " +
+		"the share of acknowledged updates lost (the median over the runs whose final read could be taken, and the range over them, when it differs); " +
 		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report.\n\n")
 	b.WriteString("| backend | recipe | storage | fencing |")
 	for _, f := range c.Faults {

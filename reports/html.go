@@ -86,6 +86,43 @@ type reportView struct {
 	KeyColors []struct{ Key, Color string }
 	// MoreInvalid counts the invalid keys whose story is left out.
 	MoreInvalid int
+	// Damage is the run's damage in one line; DamageKeys its keys', when
+	// there are several.
+	Damage     string
+	DamageKeys []damageRow
+}
+
+// damageRow is one key's damage in the report.
+type damageRow struct {
+	Key, Final, Lost, Share, Note         string
+	Acknowledged, Unknown, Stale, Refused int
+	OverlapS                              float64
+}
+
+// damageRows renders the damage of each key.
+func damageRows(d *models.Damage) []damageRow {
+	var out []damageRow
+	for i := range d.Keys {
+		k := &d.Keys[i]
+		row := damageRow{Key: clean(k.Key), Final: "—", Lost: "—", Share: "—", Note: clean(k.Note),
+			Acknowledged: k.Acknowledged, Unknown: k.UnknownWrites, Stale: k.StaleWritesAccepted, Refused: k.StaleRefused, OverlapS: k.OverlapS}
+		if k.FinalValue != nil {
+			row.Final = fmt.Sprint(*k.FinalValue)
+		} else {
+			row.Final = string(k.Final)
+		}
+		if k.LostMin != nil {
+			row.Lost = fmt.Sprint(*k.LostMin)
+			if *k.LostMax != *k.LostMin {
+				row.Lost = fmt.Sprintf("%d–%d", *k.LostMin, *k.LostMax)
+			}
+		}
+		if lo, hi, ok := k.LostShare(); ok {
+			row.Share = models.ShareText(lo, hi)
+		}
+		out = append(out, row)
+	}
+	return out
 }
 
 // maxStories bounds the stories told in one report.
@@ -116,6 +153,10 @@ func WriteHTML(w io.Writer, r *Run) error {
 		Timelines: Timelines(r), Latency: Latency(r), Throughput: Throughput(r), Legend: legendFs(r.Ops),
 		Colors: map[string]string{"ok": colorOK, "fail": colorFail, "info": colorInfo, "fault": colorFault,
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
+	}
+	v.Damage = clean(res.Damage.Text())
+	if len(res.Damage.Keys) > 1 {
+		v.DamageKeys = damageRows(&res.Damage)
 	}
 	for i := range v.Timelines {
 		v.Timelines[i].Title, v.Timelines[i].Caption = clean(v.Timelines[i].Title), clean(v.Timelines[i].Caption)

@@ -81,6 +81,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 	if r.Command != "" {
 		suite.Properties = append(suite.Properties, junitProperty{"command", clean(r.Command)})
 	}
+	suite.Properties = append(suite.Properties, damageProperties(models.ComputeDamage(r.Ops))...)
 	where := rerunText(r)
 	class := "fencecheck." + clean(r.Name)
 	storage := storageOpsByKey(r.Ops)
@@ -172,4 +173,25 @@ func storageOpsByKey(ops []history.Op) map[string]int {
 		}
 	}
 	return out
+}
+
+// damageProperties are the run's damage figures as suite properties: the
+// sentence, then each number (lost updates and their share are absent
+// when they cannot be told).
+func damageProperties(d models.Damage) []junitProperty {
+	ps := []junitProperty{
+		{"damage", clean(d.Text())},
+		{"damage.acknowledged", fmt.Sprint(d.Acknowledged)},
+		{"damage.unknown_writes", fmt.Sprint(d.UnknownWrites)},
+	}
+	if d.LostMin != nil {
+		ps = append(ps, junitProperty{"damage.lost_min", fmt.Sprint(*d.LostMin)}, junitProperty{"damage.lost_max", fmt.Sprint(*d.LostMax)})
+	}
+	if d.LostShareMin != nil {
+		ps = append(ps, junitProperty{"damage.lost_share_min", fmt.Sprintf("%.4f", *d.LostShareMin)}, junitProperty{"damage.lost_share_max", fmt.Sprintf("%.4f", *d.LostShareMax)})
+	}
+	return append(ps,
+		junitProperty{"damage.stale_writes_accepted", fmt.Sprint(d.StaleWritesAccepted)},
+		junitProperty{"damage.stale_refused", fmt.Sprint(d.StaleRefused)},
+		junitProperty{"damage.overlap_s", fmt.Sprintf("%.3f", d.OverlapS)})
 }

@@ -23,6 +23,8 @@ type Results struct {
 	// Keys is the verdict on each key, sorted by key.
 	Keys  []models.KeyResult `json:"keys"`
 	Stats Stats              `json:"stats"`
+	// Damage is how much harm the run did, over the run and per key.
+	Damage models.Damage `json:"damage"`
 	// Params are everything needed to rerun the test, in order.
 	Params []Param `json:"params"`
 	// Command is the exact command line that reruns it, seed included.
@@ -47,7 +49,7 @@ type Results struct {
 func MakeResults(r *Run) Results {
 	return Results{
 		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: r.Result.Explanation,
-		Keys: r.Result.Keys, Stats: ComputeStats(r.Ops), Params: r.Params, Command: r.Command,
+		Keys: r.Result.Keys, Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
 		Started: r.Started.UTC().Format("2006-01-02T15:04:05.000Z"), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
 		Incomplete: r.Incomplete,

@@ -26,6 +26,8 @@ func Summary(w io.Writer, r *Run) {
 	}
 	fmt.Fprintf(w, "  stale tokens fenced %d, leases known lost %d, two holders at once %d times, acquire p50 %.1f ms p99 %.1f ms\n",
 		st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
+	dmg := models.ComputeDamage(r.Ops)
+	fmt.Fprintf(w, "  damage: %s\n", dmg.Text())
 	for _, k := range r.Result.Keys {
 		fmt.Fprintf(w, "  key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
 	}

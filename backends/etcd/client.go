@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -24,28 +25,52 @@ const (
 	DataPrefix = "/fencecheck/data/"
 )
 
-// held is one acquired lock: its session (lease) and mutex.
+// Recipes are etcd's two lock recipes: the client-side concurrency.Mutex
+// and the server-side Lock RPC (the v3lock service behind `etcdctl lock`).
+var Recipes = []string{"mutex", "lock-rpc"}
+
+// held is one acquired lock: its session (the lease, kept alive by this
+// client), the lock key and its create revision (the token).
 type held struct {
 	session *concurrency.Session
-	mutex   *concurrency.Mutex
+	mutex   *concurrency.Mutex // the mutex recipe; nil for lock-rpc
+	key     string             // the lock key that exists while the lock is held
 	token   uint64
 }
 
-// Client is the mutex recipe: each acquire opens a concurrency.Session
-// (a lease kept alive by the client) and locks a concurrency.Mutex; the
+// owner is the guard of a transaction that must run only while this lock
+// is held: its key still has the create revision it got.
+func (h *held) owner() clientv3.Cmp {
+	return clientv3.Compare(clientv3.CreateRevision(h.key), "=", int64(h.token))
+}
+
+// Client runs either recipe. Each acquire opens a concurrency.Session (a
+// lease kept alive by the client) and then, with the mutex recipe, locks
+// a concurrency.Mutex; with lock-rpc it asks the server's Lock RPC to lock
+// the name with that lease, and the server does the waiting. Either way the
 // token is the create revision of the holder's lock key. With a fenced
 // storage node the client refuses to send a read or write once the
 // session is known lost; with storage etcd every read and write is a
 // transaction guarded by the lock's ownership.
 type Client struct {
 	cli     *clientv3.Client
+	rpc     bool // the Lock RPC recipe
 	ttl     int
 	storage fenced.Storage // nil: the resource lives in etcd
 	held    map[string]*held
 }
 
-// NewClient connects to every endpoint. storage nil means --storage etcd.
+// NewClient connects to every endpoint with the mutex recipe. storage nil
+// means --storage etcd.
 func NewClient(endpoints []string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
+	return NewRecipeClient(endpoints, "mutex", ttl, storage)
+}
+
+// NewRecipeClient connects to every endpoint with recipe (one of Recipes).
+func NewRecipeClient(endpoints []string, recipe string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
+	if recipe != "mutex" && recipe != "lock-rpc" {
+		return nil, fmt.Errorf("etcd has no recipe %q (accepted: %s)", recipe, strings.Join(Recipes, ", "))
+	}
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          5 * time.Second,
@@ -57,7 +82,7 @@ func NewClient(endpoints []string, ttl time.Duration, storage fenced.Storage) (*
 		return nil, err
 	}
 	secs, _ := TTLSeconds(ttl)
-	return &Client{cli: cli, ttl: secs, storage: storage, held: map[string]*held{}}, nil
+	return &Client{cli: cli, rpc: recipe == "lock-rpc", ttl: secs, storage: storage, held: map[string]*held{}}, nil
 }
 
 // outcome classifies an etcd error: an answer from the server that says
@@ -103,16 +128,28 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	if err != nil {
 		return 0, backends.Definitef("no session: %v", err)
 	}
-	m := concurrency.NewMutex(s, LockPrefix+key)
-	if err := m.Lock(ctx); err != nil {
-		// Lock cleans its waiter key up when it gives up; closing the
-		// session revokes the lease in any case: the lock was not granted.
+	var (
+		m       *concurrency.Mutex
+		lockKey string
+	)
+	if c.rpc {
+		lockKey, err = lockRPC(ctx, c.cli, LockPrefix+key, lease.ID)
+	} else {
+		m = concurrency.NewMutex(s, LockPrefix+key)
+		err = m.Lock(ctx)
+		lockKey = m.Key()
+	}
+	if err != nil {
+		// The mutex cleans its waiter key up when it gives up, and the
+		// server's Lock does the same when the call is cancelled; closing
+		// the session revokes the lease in any case (or it expires,
+		// unrenewed): the lock was not granted.
 		go s.Close()
 		return 0, backends.Definitef("lock not granted: %v", err)
 	}
 	// The token: the lock key's create revision. Header().Revision is
 	// not that number on the waiting path.
-	resp, err := c.cli.Get(ctx, m.Key())
+	resp, err := c.cli.Get(ctx, lockKey)
 	if err != nil || len(resp.Kvs) == 0 {
 		// We hold the lock but cannot say with which token: unknown.
 		go s.Close()
@@ -122,7 +159,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		}
 		return 0, fmt.Errorf("reading the lock key's revision: %w", err)
 	}
-	h := &held{session: s, mutex: m, token: uint64(resp.Kvs[0].CreateRevision)}
+	h := &held{session: s, mutex: m, key: lockKey, token: uint64(resp.Kvs[0].CreateRevision)}
 	c.held[key] = h
 	return h.token, nil
 }
@@ -154,7 +191,7 @@ func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, err
 	if c.storage != nil {
 		return c.storage.Read(ctx, key, token)
 	}
-	resp, err := c.cli.Txn(ctx).If(h.mutex.IsOwner()).Then(clientv3.OpGet(DataPrefix + key)).Commit()
+	resp, err := c.cli.Txn(ctx).If(h.owner()).Then(clientv3.OpGet(DataPrefix + key)).Commit()
 	if err != nil {
 		return 0, outcome(err)
 	}
@@ -181,7 +218,7 @@ func (c *Client) Write(ctx context.Context, key string, token uint64, _, value i
 	if c.storage != nil {
 		return c.storage.Write(ctx, key, token, value)
 	}
-	resp, err := c.cli.Txn(ctx).If(h.mutex.IsOwner()).Then(clientv3.OpPut(DataPrefix+key, fmt.Sprint(value))).Commit()
+	resp, err := c.cli.Txn(ctx).If(h.owner()).Then(clientv3.OpPut(DataPrefix+key, fmt.Sprint(value))).Commit()
 	if err != nil {
 		return outcome(err)
 	}
@@ -191,14 +228,20 @@ func (c *Client) Write(ctx context.Context, key string, token uint64, _, value i
 	return nil
 }
 
-// Release unlocks, then closes the session (revoking its lease).
+// Release unlocks (the mutex deletes its key; lock-rpc asks the server's
+// Unlock RPC to), then closes the session (revoking its lease).
 func (c *Client) Release(ctx context.Context, key string) error {
 	h := c.held[key]
 	if h == nil {
 		return backends.Definitef("release of %s without holding it", key)
 	}
 	delete(c.held, key)
-	err := h.mutex.Unlock(ctx)
+	var err error
+	if c.rpc {
+		err = unlockRPC(ctx, c.cli, h.key)
+	} else {
+		err = h.mutex.Unlock(ctx)
+	}
 	go h.session.Close()
 	return outcome(err)
 }

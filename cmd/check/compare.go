@@ -100,6 +100,7 @@ on bad arguments.`,
 	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", 0, "lease length (default 2s)")
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
+	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
 	for _, h := range []string{"lease-ttl", "nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)

@@ -74,6 +74,7 @@ at the newest.`,
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease length")
 	f.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "time a holder spends in its critical section between read and write")
+	f.DurationVar(&cfg.Hold, "hold", 0, "add a uniformly random time in [0, hold] to --work in each critical section (e.g. 500ms)")
 	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts (default 2 × lease-ttl)")
 	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 2*time.Second, "rest between a heal and the next fault (with jitter)")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")

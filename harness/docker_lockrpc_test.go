@@ -1,0 +1,95 @@
+package harness
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+// etcd's server-side Lock RPC (the v3lock service behind `etcdctl lock`):
+// the lease is the client's, the lock key's create revision the token.
+
+func lockRPCConfig(t *testing.T, version, fencing string, nemesis ...string) Config {
+	cfg := dockerConfig(t, "etcd", fencing, nemesis...)
+	cfg.Recipe = "lock-rpc"
+	cfg.ServerVersion = version
+	cfg.TimeLimit = 12 * time.Second
+	return cfg
+}
+
+// readDamage reads the run's damage back from its results.json.
+func readDamage(t *testing.T, out *Outcome) models.Damage {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(out.Dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res reports.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("damage: %s", res.Damage.Text())
+	return res.Damage
+}
+
+func TestDockerEtcdLockRPCUnfencedUnderHolderPauseIsInvalid(t *testing.T) {
+	out := runDocker(t, lockRPCConfig(t, "3.6", "none", "pause-holder"))
+	wantDocker(t, out, models.Invalid)
+	if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
+		t.Errorf("explanation does not name the stale write: %s", out.Result.Explanation)
+	}
+	d := readDamage(t, out)
+	if d.StaleWritesAccepted == 0 || d.LostMin == nil || *d.LostMin == 0 {
+		t.Errorf("an invalid run under pause-holder without fencing did no measured damage: %+v", d)
+	}
+}
+
+// On Debian's 3.4 as well: the Lock RPC is served by both builds.
+func TestDockerEtcdLockRPCFencedUnderHolderPauseIsValid(t *testing.T) {
+	out := runDocker(t, lockRPCConfig(t, "3.4", "all", "pause-holder"))
+	wantDocker(t, out, models.Valid)
+	d := readDamage(t, out)
+	if d.LostMin == nil || *d.LostMax != 0 || d.StaleWritesAccepted != 0 {
+		t.Errorf("fenced, yet damage: %+v", d)
+	}
+	if d.StaleRefused == 0 {
+		t.Errorf("the paused holder's stale ops were not refused: %+v", d)
+	}
+}
+
+// Partitions and kills with fencing: valid, nothing acknowledged lost, and
+// the final read succeeds after healing.
+func TestDockerEtcdLockRPCFencedUnderPartitionsAndKillsIsValid(t *testing.T) {
+	cfg := lockRPCConfig(t, "3.6", "all", "kill-leader", "partition-ring", "kill")
+	cfg.TimeLimit = 20 * time.Second
+	out := runDocker(t, cfg)
+	wantDocker(t, out, models.Valid)
+	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults := map[string]int{}
+	for _, e := range events {
+		if e.IsNemesis() && e.Type == history.Invoke {
+			faults[e.F]++
+		}
+	}
+	if len(faults) == 0 {
+		t.Fatalf("no fault took effect")
+	}
+	t.Logf("faults: %v", faults)
+	d := readDamage(t, out)
+	if d.Keys[0].Final != models.FinalOK {
+		t.Fatalf("the final read did not succeed after healing: %+v", d.Keys[0])
+	}
+	if *d.LostMin != 0 || d.StaleWritesAccepted != 0 || d.Acknowledged == 0 {
+		t.Errorf("fenced, yet damage (or no work done): %+v", d)
+	}
+}
