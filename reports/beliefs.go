@@ -112,7 +112,7 @@ func Overlaps(bs []Belief) []Overlap {
 		}
 		byKey[b.Key] = append(byKey[b.Key], i)
 	}
-	sort.Strings(keys)
+	sortNatural(keys)
 	type edge struct {
 		t     int64
 		start bool
