@@ -26,7 +26,7 @@ func Summary(w io.Writer, r *Run) {
 	}
 	fmt.Fprintf(w, "  stale tokens fenced %d, leases known lost %d, two holders at once %d times, acquire p50 %.1f ms p99 %.1f ms\n",
 		st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
-	summaryKeys(w, r.Result.Keys)
+	KeyLines(w, "  ", r.Result.Keys)
 	if r.Interrupted {
 		fmt.Fprintln(w, "  the run was interrupted by a signal: the history ends where it stopped")
 	}
@@ -52,9 +52,10 @@ func Summary(w io.Writer, r *Run) {
 // that failed and sums the valid ones up in one line.
 const maxListedKeys = 10
 
-// summaryKeys prints a line per key, failing keys first; with many keys,
-// a line per failing key and one for all the valid ones.
-func summaryKeys(w io.Writer, keys []models.KeyResult) {
+// KeyLines prints a line per key, each starting with indent, failing keys
+// first and each group in natural order; with more than ten keys, a line
+// per failing key and one for all the valid ones.
+func KeyLines(w io.Writer, indent string, keys []models.KeyResult) {
 	var valid []models.KeyResult
 	for _, i := range failingFirst(keys) {
 		k := keys[i]
@@ -62,9 +63,9 @@ func summaryKeys(w io.Writer, keys []models.KeyResult) {
 			valid = append(valid, k)
 			continue
 		}
-		fmt.Fprintf(w, "  key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
+		fmt.Fprintf(w, "%skey %-6s %-8s (%d ops, %d ms)\n", indent, k.Key, k.Verdict, k.Ops, k.CheckMillis)
 	}
 	if len(valid) > 0 {
-		fmt.Fprintf(w, "  %d %s valid (%s)\n", len(valid), plural(len(valid), "key", "keys"), opsRange(valid))
+		fmt.Fprintf(w, "%s%d %s valid (%s)\n", indent, len(valid), plural(len(valid), "key", "keys"), opsRange(valid))
 	}
 }
