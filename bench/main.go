@@ -3,7 +3,9 @@
 // bench/run; --docker adds the rows that need the Docker engine (etcd,
 // cluster and image timings, and the long run: 10 minutes on etcd with
 // every fault, the harness's memory sampled throughout; --only long runs it
-// alone). It is a measurement, never a test: nothing here fails CI.
+// alone; --only stress runs back-to-back pause-holder runs on etcd beside
+// CPU, disk and memory pressure, and only when asked for by name). It is a
+// measurement, never a test: nothing here fails CI.
 package main
 
 import (
@@ -31,9 +33,41 @@ func main() {
 	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	longSamples := flag.String("long-samples", "", "write the long run's memory samples to this file (tab-separated)")
+	stressKind := flag.String("stress-child", "", "internal: run one kind of pressure (cpu, disk, mem) until killed")
+	stressTime := flag.Duration("stress-time", 25*time.Second, "time limit of each stress run (group stress, with --docker)")
+	stressLeave := flag.Float64("stress-leave-gib", 3, "GiB of MemAvailable the stress group's memory hog leaves")
+	stressHogMax := flag.Float64("stress-hog-max-gib", 0, "GiB the memory hog may hold at most (0: all but --stress-leave-gib)")
+	stressDiskFiles := flag.Int("stress-disk-files", 4, "files the stress group's disk writer rotates through")
+	stressDiskMiB := flag.Int("stress-disk-mib", 256, "MiB per file of the disk writer")
 	flag.Parse()
 	if *checkerCase >= 0 {
 		checkerChild(*checkerCase)
+		return
+	}
+	if *stressKind != "" {
+		stressChild(*stressKind, flag.Args())
+		return
+	}
+	runsSet := false
+	flag.Visit(func(f *flag.Flag) { runsSet = runsSet || f.Name == "runs" })
+	if *docker && strings.Contains(*only, "stress") {
+		// Only when asked for by name: 50 runs take about half an hour.
+		o := stressOptions{runs: 50, timeLimit: *stressTime, leave: int64(*stressLeave * (1 << 30)), hogMax: int64(*stressHogMax * (1 << 30)),
+			diskFiles: *stressDiskFiles, diskFile: int64(*stressDiskMiB) << 20}
+		if runsSet {
+			o.runs = *runs
+		}
+		if o.runs < 1 || o.timeLimit < time.Second || o.leave < 0 || o.hogMax < 0 || o.diskFiles < 1 || *stressDiskMiB < 1 {
+			fmt.Fprintln(os.Stderr, "bench: --runs, --stress-time, --stress-disk-files and --stress-disk-mib must be positive, the GiB values not negative")
+			os.Exit(254)
+		}
+		rows := stressRows(o)
+		print(rows)
+		for _, r := range rows {
+			if !r.pass {
+				os.Exit(1)
+			}
+		}
 		return
 	}
 	var rows []row

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -22,8 +24,16 @@ import (
 // connections but never answers fails the run in bounded time instead of
 // hanging it. The longest legitimate waits are a container stop (its
 // grace period) and an image import, well under it.
+//
+// FENCECHECK_DOCKER_TIMEOUT (a Go duration, 1s to 1h) changes that bound:
+// longer for a daemon known to be slow, shorter for a test that wants a
+// hung daemon to be found in seconds.
 func Connect(ctx context.Context) (*client.Client, error) {
-	httpClient := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: responseTimeout}}
+	bound, err := ResponseTimeout()
+	if err != nil {
+		return nil, err
+	}
+	httpClient := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: bound}}
 	cli, err := client.NewClientWithOpts(client.WithHTTPClient(httpClient), client.WithHost(client.DefaultDockerHost),
 		client.FromEnv, client.WithAPIVersionNegotiation())
 	if err != nil {
@@ -38,21 +48,72 @@ func Connect(ctx context.Context) (*client.Client, error) {
 	return cli, nil
 }
 
-// responseTimeout bounds the wait for the daemon's answer to a request.
+// responseTimeout bounds the wait for the daemon's answer to a request,
+// unless TimeoutEnv says otherwise.
 var responseTimeout = 3 * time.Minute
+
+// TimeoutEnv names the variable that sets the bound on the daemon's answer
+// to each request (see Connect).
+const TimeoutEnv = "FENCECHECK_DOCKER_TIMEOUT"
+
+// ResponseTimeout is the bound on the daemon's answer to each request:
+// TimeoutEnv when set, else 3 minutes. A value that is not a duration
+// between 1s and 1h is an error that names the variable.
+func ResponseTimeout() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv(TimeoutEnv))
+	if v == "" {
+		return responseTimeout, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > time.Hour {
+		return 0, fmt.Errorf("%s=%q: want a duration from 1s to 1h, e.g. 3m (the bound on the Docker daemon's answer to each request); fix it or unset it", TimeoutEnv, v)
+	}
+	return d, nil
+}
+
+// noAnswer says whether err means the daemon did not answer in time: the
+// client's bound on its answer passed, or the caller's deadline did. An
+// interrupt (a cancelled context) is not that.
+func noAnswer(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	return strings.Contains(err.Error(), "timeout awaiting response headers") ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		(errors.As(err, &ne) && ne.Timeout())
+}
+
+// askError is daemonError for a request about something (what: "the
+// unpause of c1"), begun at began: when the daemon did not answer in time,
+// it says so with the time it was given.
+func askError(host, what string, began time.Time, err error) error {
+	if !noAnswer(err) {
+		return daemonError(host, err)
+	}
+	return fmt.Errorf("the Docker daemon at %s did not answer %s within %s (it may be hung or starved of memory or CPU; the Docker daemon's own log may say why): %w",
+		host, what, waited(time.Since(began)), err)
+}
+
+// waited rounds a wait for a message: whole seconds from 10 s on.
+func waited(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
+}
 
 // daemonError turns the SDK's connection errors into ones that say what to do.
 func daemonError(host string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case strings.Contains(err.Error(), "timeout awaiting response headers"):
-		return fmt.Errorf("the Docker daemon at %s accepted the request but did not answer within %s: is it hung? (%w)", host, responseTimeout, err)
 	case errors.Is(err, context.Canceled):
 		// The caller gave up (an interrupt), not the daemon.
 		return fmt.Errorf("cancelled while talking to the Docker daemon at %s: %w", host, err)
-	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("cannot reach the Docker daemon at %s: %w", host, err)
+	case noAnswer(err):
+		// It was reached (or is too slow to accept): not "cannot reach".
+		return fmt.Errorf("the Docker daemon at %s did not answer in time: is it hung or starved of memory or CPU? (%w)", host, err)
 	case errors.Is(err, fs.ErrPermission) || strings.Contains(err.Error(), "permission denied"):
 		return fmt.Errorf("permission denied on the Docker socket %s: run as root or as a member of the docker group: %w",
 			strings.TrimPrefix(host, "unix://"), err)

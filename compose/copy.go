@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -76,9 +77,10 @@ func (c *Cluster) Logs(ctx context.Context, node string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	rc, err := c.cli.ContainerLogs(ctx, n.ContainerID, container.LogsOptions{ShowStdout: true, ShowStderr: true, Timestamps: true})
 	if err != nil {
-		return nil, fmt.Errorf("logs of %s: %w", node, daemonError(c.cli.DaemonHost(), err))
+		return nil, fmt.Errorf("logs of %s: %w", node, askError(c.cli.DaemonHost(), "the request for the logs of "+node, began, err))
 	}
 	defer rc.Close()
 	var buf bytes.Buffer
@@ -94,8 +96,17 @@ func (c *Cluster) Logs(ctx context.Context, node string) ([]byte, error) {
 // the key "" names paths wanted from every node. Paths that do not exist
 // are skipped. It goes on after errors and returns them all.
 func (c *Cluster) CollectLogs(ctx context.Context, dir string, paths map[string][]string) error {
+	return c.CollectLogsExcept(ctx, dir, paths, nil)
+}
+
+// CollectLogsExcept is CollectLogs for every node but those in skip (nodes
+// the daemon does not answer about: asking again would only wait as long).
+func (c *Cluster) CollectLogsExcept(ctx context.Context, dir string, paths map[string][]string, skip map[string]bool) error {
 	var errs []error
 	for _, n := range c.Nodes {
+		if skip[n.Name] {
+			continue
+		}
 		nodeDir := filepath.Join(dir, n.Name)
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return err

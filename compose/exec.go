@@ -185,13 +185,17 @@ func (c *Cluster) execAttach(ctx context.Context, node string, cmd []string, opt
 	eo := execOptions(cmd, opts, true)
 	eo.AttachStdin = stdin
 	defer c.HoldOffPause(node)()
+	began := time.Now()
 	create, err := c.cli.ContainerExecCreate(ctx, n.ContainerID, eo)
 	if err != nil {
-		return "", types.HijackedResponse{}, fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
+		return "", types.HijackedResponse{}, fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node,
+			askError(c.cli.DaemonHost(), "the creation of an exec in "+node, began, err))
 	}
+	began = time.Now()
 	resp, err := c.cli.ContainerExecAttach(ctx, create.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return "", types.HijackedResponse{}, fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node, daemonError(c.cli.DaemonHost(), err))
+		return "", types.HijackedResponse{}, fmt.Errorf("exec %s in %s: %w", quoteCmd(cmd), node,
+			askError(c.cli.DaemonHost(), "the start of an exec in "+node, began, err))
 	}
 	c.waitStarted(ctx, create.ID)
 	return create.ID, resp, nil

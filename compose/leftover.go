@@ -135,20 +135,28 @@ func removeObjects(ctx context.Context, cli *client.Client, testID string, conta
 
 // removeContainer force-removes a container with its anonymous volumes,
 // resuming it first if it is paused.
+//
+// A daemon that does not answer about the container is not asked again:
+// the removal would wait as long, and the error names the container.
 func removeContainer(ctx context.Context, cli *client.Client, id string) error {
+	began := time.Now()
 	info, err := cli.ContainerInspect(ctx, id)
 	if cerrdefs.IsNotFound(err) {
 		return nil
 	}
+	if noAnswer(err) {
+		return fmt.Errorf("removing container %s: %w", shortID(id), askError(cli.DaemonHost(), "the inspection of container "+shortID(id), began, err))
+	}
 	if err == nil && info.State != nil && info.State.Paused {
 		cli.ContainerUnpause(ctx, id)
 	}
+	began = time.Now()
 	err = cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
 	if err != nil && !cerrdefs.IsNotFound(err) {
 		if strings.Contains(err.Error(), "already in progress") {
 			return nil
 		}
-		return fmt.Errorf("removing container %s: %w", shortID(id), err)
+		return fmt.Errorf("removing container %s: %w", shortID(id), askError(cli.DaemonHost(), "the removal of container "+shortID(id), began, err))
 	}
 	return nil
 }

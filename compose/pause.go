@@ -3,6 +3,8 @@ package compose
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 )
@@ -16,11 +18,12 @@ func (c *Cluster) Pause(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.pausing(node, func() error { return c.cli.ContainerPause(ctx, n.ContainerID) }); err != nil {
-		if cerrdefs.IsConflict(err) {
+	var began time.Time
+	if err := c.pausing(node, func() error { began = time.Now(); return c.cli.ContainerPause(ctx, n.ContainerID) }); err != nil {
+		if cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is already paused") {
 			return nil // already paused
 		}
-		return fmt.Errorf("pausing %s: %w", node, daemonError(c.cli.DaemonHost(), err))
+		return fmt.Errorf("pausing %s: %w", node, askError(c.cli.DaemonHost(), "the pause of "+node, began, err))
 	}
 	return nil
 }
@@ -31,11 +34,12 @@ func (c *Cluster) Unpause(ctx context.Context, node string) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	if err := c.cli.ContainerUnpause(ctx, n.ContainerID); err != nil {
-		if cerrdefs.IsConflict(err) {
-			return nil // not paused
+		if cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is not paused") {
+			return nil // not paused (engine 20.10 answers 500, not 409)
 		}
-		return fmt.Errorf("resuming %s: %w", node, daemonError(c.cli.DaemonHost(), err))
+		return fmt.Errorf("resuming %s: %w", node, askError(c.cli.DaemonHost(), "the unpause of "+node, began, err))
 	}
 	return nil
 }
@@ -46,9 +50,10 @@ func (c *Cluster) Paused(ctx context.Context, node string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	began := time.Now()
 	info, err := c.cli.ContainerInspect(ctx, n.ContainerID)
 	if err != nil {
-		return false, daemonError(c.cli.DaemonHost(), err)
+		return false, askError(c.cli.DaemonHost(), "the inspection of "+node, began, err)
 	}
 	return info.State != nil && info.State.Paused, nil
 }

@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -423,5 +424,31 @@ func TestDockerKnownAnswers(t *testing.T) {
 		if s, ok := wall[b.Name]; ok && total > 0 {
 			t.Logf("%-10s %5.1f s, %4.1f%% of the suite's run time", b.Name, s, 100*s/total)
 		}
+	}
+}
+
+// A comparison interrupted in its only run: the cell says unknown, not
+// valid, and the comparison exits as interrupted.
+func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
+	m, err := ExpandCompare(CompareSpec{
+		Backends: []string{"memory"}, Faults: []string{"pause"}, Fencing: []string{"all"}, TimeLimit: 30 * time.Second, Seed: 1,
+		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(1500*time.Millisecond, cancel)
+	c, err := RunCompare(Signals{Stop: stop, Abort: context.Background()}, m, filepath.Join(t.TempDir(), "compare"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := c.Rows[0].Cells[0]
+	if cell.VerdictText() != "unknown 1/1" {
+		t.Errorf("the interrupted run's cell says %q, want unknown 1/1", cell.VerdictText())
+	}
+	if CompareExitCode(c) != ExitFailed {
+		t.Errorf("exit code %d, want %d", CompareExitCode(c), ExitFailed)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -181,25 +182,37 @@ func (s *dockerSystem) Info() map[string]string {
 
 // Close collects every node's logs into the run directory and removes the
 // cluster.
+//
+// Every node is resumed first (the last heal); a node that cannot be is
+// named in the error, and its logs are not asked for (a daemon that does
+// not answer about it would make each request wait its whole bound).
 func (s *dockerSystem) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	var errs []error
+	stuck := map[string]bool{}
 	for _, n := range s.cluster.Nodes {
-		s.cluster.Unpause(ctx, n.Name)
+		if err := s.cluster.Unpause(ctx, n.Name); err != nil {
+			stuck[n.Name] = true
+			errs = append(errs, fmt.Errorf("could not resume %s: %w", n.Name, err))
+		}
 	}
 	paths := map[string][]string{}
 	for _, n := range s.cluster.Nodes {
 		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
 	}
-	if err := s.cluster.CollectLogs(ctx, filepath.Join(s.dir, "logs"), paths); err != nil {
+	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, "logs"), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
 	if s.cfg.KeepCluster {
 		s.logf("cluster %s kept (--keep-cluster): docker exec -it %s bash; remove it with: check cluster down --id %s",
 			s.cluster.TestID, compose.ContainerName(s.cluster.TestID, "n1"), s.cluster.TestID)
-		return nil
+		return errors.Join(errs...)
 	}
-	return s.cluster.Down(ctx)
+	if err := s.cluster.Down(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // leftoverHint says how to remove what a Docker run left behind: empty

@@ -1,12 +1,15 @@
 package harness
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +29,86 @@ type socketProxy struct {
 	mu           sync.Mutex
 	conns        map[net.Conn]bool
 	cut          bool
+
+	// inspect: read each request (see HoldUnpause) instead of copying
+	// bytes blindly.
+	inspect bool
+	// holdArmed: the next unpause is held; held is its container, about
+	// which nothing is answered from then on.
+	holdArmed bool
+	held      string
+	heldAt    time.Time
+}
+
+// HoldUnpause makes the proxy hold the next unpause request — never pass
+// it on, never answer it — and from then on every request about that
+// container, as a daemon stuck on one container would. The proxy must
+// have been started with startInspectingProxy.
+func (p *socketProxy) HoldUnpause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdArmed = true
+}
+
+// Held is the container whose requests are held, and since when.
+func (p *socketProxy) Held() (string, time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held, p.heldAt
+}
+
+var unpausePath = regexp.MustCompile(`/containers/([^/]+)/unpause$`)
+
+// holds says whether the proxy keeps req from the daemon.
+func (p *socketProxy) holds(req *http.Request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held == "" && p.holdArmed {
+		if m := unpausePath.FindStringSubmatch(req.URL.Path); m != nil {
+			p.held, p.heldAt = m[1], time.Now()
+		}
+	}
+	return p.held != "" && strings.Contains(req.URL.Path, "/containers/"+p.held)
+}
+
+// forwardRequests passes requests from c to the daemon d one by one,
+// holding those p.holds; after an upgrade (an exec's stream) it copies
+// bytes.
+func (p *socketProxy) forwardRequests(d, c net.Conn) {
+	closeWrite := func() {
+		if cw, ok := d.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+	}
+	br := bufio.NewReader(c)
+	for {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			closeWrite()
+			return
+		}
+		if p.holds(req) {
+			return // never answered: the connection stays open until Cut
+		}
+		if err := req.Write(d); err != nil {
+			return
+		}
+		if req.Header.Get("Upgrade") != "" {
+			io.Copy(d, br)
+			closeWrite()
+			return
+		}
+	}
+}
+
+// startInspectingProxy is startSocketProxy reading each request, so that
+// HoldUnpause can hold some.
+func startInspectingProxy(t *testing.T) *socketProxy {
+	p := startSocketProxy(t)
+	p.mu.Lock()
+	p.inspect = true
+	p.mu.Unlock()
+	return p
 }
 
 func startSocketProxy(t *testing.T) *socketProxy {
@@ -74,7 +157,14 @@ func (p *socketProxy) serve() {
 				cw.CloseWrite()
 			}
 		}
-		go pipe(d, c)
+		p.mu.Lock()
+		inspect := p.inspect
+		p.mu.Unlock()
+		if inspect {
+			go p.forwardRequests(d, c)
+		} else {
+			go pipe(d, c)
+		}
 		go pipe(c, d)
 	}
 }
@@ -208,5 +298,83 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 	}
 	if left, err := compose.List(ctx, cli, id); err != nil || len(left) != 0 {
 		t.Errorf("after check cluster down: %v %v", left, err)
+	}
+}
+
+// The Docker daemon stops answering about a frozen client: the proxy holds
+// the unpause that heals it, and every later request about that container.
+// The run ends within a bound (the daemon's answer is bounded at 5 s here,
+// by FENCECHECK_DOCKER_TIMEOUT), heals what it can, and its error names the
+// daemon, what it did not answer, the heal it could not do and the command
+// that removes what was left; the verdict is unknown (exit 255).
+func TestDockerUnansweredUnpauseEndsTheRunInBoundedTime(t *testing.T) {
+	bin := dockerOrSkip(t)
+	ctx := context.Background()
+	cli, err := compose.Connect(ctx) // the real daemon, for the cleanup
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	proxy := startInspectingProxy(t)
+	t.Setenv("DOCKER_HOST", "unix://"+proxy.path)
+	t.Setenv(compose.TimeoutEnv, "5s")
+
+	cfg := dockerConfig(t, "memory", "all", "pause-holder")
+	cfg.AgentBinary = bin
+	cfg.Clients = 3
+	cfg.TimeLimit = 2 * time.Minute // only the unanswered heal ends it in time
+	cfg.NemesisInterval = time.Second
+	cfg.testID = uniqueTestID("memory")
+	id := cfg.testID
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		compose.DownAll(ctx, cli, id) // resumes the held container first
+	})
+	cfg.phaseHook = func(p string) {
+		if p == "workload" {
+			proxy.HoldUnpause()
+		}
+	}
+	began := time.Now()
+	out, runErr := Run(quiet(), cfg, testWriter{t})
+	ended := time.Now()
+	held, heldAt := proxy.Held()
+	if held == "" {
+		t.Fatalf("no unpause was held (run error: %v)", runErr)
+	}
+	after := ended.Sub(heldAt)
+	t.Logf("the run took %s, %s after the unpause of %s was held: %v", ended.Sub(began).Round(time.Millisecond), after.Round(time.Millisecond), held[:12], runErr)
+	if runErr == nil {
+		t.Fatal("the run succeeded with a client that could not be resumed")
+	}
+	if after > 90*time.Second {
+		t.Errorf("the run ended %s after the daemon stopped answering about %s", after, held[:12])
+	}
+	msg := runErr.Error()
+	for _, want := range []string{
+		"the Docker daemon at unix://" + proxy.path + " did not answer the unpause of c",
+		"could not heal pause-holder",
+		"check cluster down --id " + id,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error does not say %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "cannot reach") {
+		t.Errorf("the error says the daemon cannot be reached; it was reached and did not answer:\n%s", msg)
+	}
+	checkStore(t, out, runErr)
+	if out.Result.Verdict != models.Unknown {
+		t.Errorf("verdict %s, want unknown", out.Result.Verdict)
+	}
+	// What was left is what the message says: the held container.
+	left, err := compose.List(ctx, cli, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("left behind: %v", left)
+	if len(left) == 0 {
+		t.Error("nothing was left behind, yet the error says to remove leftovers")
 	}
 }

@@ -85,8 +85,8 @@ func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := finalReads(context.Background(), &cfg, sys, rec, next); err != nil {
-		t.Fatal(err)
+	if n, err := finalReads(context.Background(), &cfg, sys, rec, next); err != nil || n != cfg.Keys {
+		t.Fatalf("final reads of %d of %d keys: %v", n, cfg.Keys, err)
 	}
 	f.Close()
 	events, err := history.ParseFile(path)

@@ -32,6 +32,12 @@ type Outcome struct {
 	// Interrupted: a signal came before the report (in setup, the
 	// workload, the final reads or the check); what was recorded stands.
 	Interrupted bool
+	// Incomplete says why the run did not do everything a verdict of
+	// valid needs — the workload cut short before its time limit, the
+	// final reads skipped or cut short — and is "" when it did. The
+	// verdict of an incomplete run is unknown unless a violation was
+	// found (see Settle).
+	Incomplete string
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string
 }
@@ -210,7 +216,12 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	} else {
 		// The history's time zero is the start of the workload.
 		rec = history.NewRecorder(histFile)
-		out.Interrupted, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
+		var done phasesDone
+		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
+		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
+		if out.Incomplete != "" {
+			logf("the run is incomplete: %s", out.Incomplete)
+		}
 		cfg.phase("teardown")
 		if err := sys.Close(context.Background()); err != nil {
 			fail(fmt.Errorf("tearing down: %w", err))
@@ -252,15 +263,11 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	checkStart := time.Now()
 	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout})
 	checkTime := time.Since(checkStart)
-	if sig.Abort.Err() != nil && out.Result.Verdict != models.Invalid {
-		// A violation already found stands; anything else is unknown.
-		out.Result.Verdict = models.Unknown
-		out.Result.Explanation = "the check was skipped: interrupted a second time"
+	runErrText := ""
+	if runErr != nil {
+		runErrText = runErr.Error()
 	}
-	if runErr != nil && out.Result.Verdict != models.Invalid {
-		out.Result.Verdict = models.Unknown
-		out.Result.Explanation = "the run did not complete: " + runErr.Error()
-	}
+	out.Result = Settle(out.Result, out.Incomplete, runErrText, sig.Abort.Err() != nil)
 	out.Interrupted = out.Interrupted || stop.Err() != nil
 	con.Clear()
 	logf("verdict %s in %s", out.Result.Verdict, checkTime.Round(time.Millisecond))
@@ -271,6 +278,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
 		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command,
 		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
+		Incomplete: out.Incomplete,
 	}
 	if runErr != nil {
 		r.Error = runErr.Error()
@@ -295,6 +303,36 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	return out, runErr
 }
 
+// Settle is the verdict of a run, from the check's result and how the run
+// went; `check report` settles a stored run the same way. A violation the
+// check found stands whatever happened: the history that shows it is real.
+// Anything else is unknown when the check was skipped (checkSkipped: a
+// second interrupt), the run could not be carried out (runErr), or the run
+// was incomplete (incomplete: the workload did not reach its time limit, or
+// the final reads did not happen or were cut short) — "no violation in the
+// seconds that ran" is information, not a verdict. Per-key results are
+// kept as they are.
+func Settle(res models.Result, incomplete, runErr string, checkSkipped bool) models.Result {
+	if res.Verdict == models.Invalid {
+		return res
+	}
+	switch {
+	case checkSkipped:
+		res.Verdict = models.Unknown
+		res.Explanation = "the check was skipped: interrupted a second time"
+	case runErr != "":
+		res.Verdict = models.Unknown
+		res.Explanation = "the run did not complete: " + runErr
+	case incomplete != "" && res.Verdict == models.Valid:
+		res.Verdict = models.Unknown
+		res.Explanation = incomplete + ": no violation in what ran, but the run did not finish"
+	case incomplete != "":
+		// The check did not finish either: say both.
+		res.Explanation = incomplete + "; and " + res.Explanation
+	}
+	return res
+}
+
 // sysInfo describes the system for the report; a system that could not be
 // set up is described by its test id alone.
 func sysInfo(sys System, cfg *Config) map[string]string {
@@ -307,16 +345,27 @@ func sysInfo(sys System, cfg *Config) map[string]string {
 	return nil
 }
 
+// phasesDone is how far the workload phases got.
+type phasesDone struct {
+	// interrupted: a signal came during the workload, the heal or the
+	// final reads.
+	interrupted bool
+	// incomplete says what was not done ("" when the workload ran to its
+	// time limit and every key's final read was taken).
+	incomplete string
+}
+
 // runWorkloadPhases drives the workload and the nemesis until the time
 // limit, the first interrupt or the workload's failure, heals every fault
-// and takes the final reads. It reports whether a signal cut the workload
-// short and the first error.
+// and takes the final reads. It reports how far it got and the first
+// error.
 func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *history.Recorder,
-	logf, progressf func(string, ...any), con *console) (bool, error) {
+	logf, progressf func(string, ...any), con *console) (phasesDone, error) {
+	var done phasesDone
 	hold := &nemesis.Hold{}
 	faults, err := buildFaults(cfg, sys, rec, hold)
 	if err != nil {
-		return false, err
+		return done, err
 	}
 	sched := &nemesis.Schedule{
 		Faults:   faults,
@@ -333,6 +382,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	// failed); the nemesis then heals before the workload is waited for,
 	// since a frozen client cannot finish its op.
 	cfg.phase("workload")
+	wlStart := time.Now()
 	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
 	defer cancelRun()
 	nemDone := make(chan error, 1)
@@ -386,9 +436,14 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 			}
 		}
 	}
+	// The workload ran to its time limit only if the deadline ended it.
+	ran := time.Since(wlStart)
+	fullTime := errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	nemLogged := false
 	if runCtx.Err() == nil {
 		switch {
 		case nemErr != nil:
+			nemLogged = true
 			logf("the nemesis gave up early: %v", nemErr)
 		case wlEnded && wl.err != nil:
 			logf("the workload gave up early: %v", wl.err)
@@ -411,26 +466,48 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		logf("workload: %v", wl.err)
 		wl.err = nil
 	}
+	// What is still broken after the last heal comes first: it is what
+	// the person must act on. A heal the nemesis failed that the last one
+	// did is only logged.
 	var runErr error
 	switch {
-	case nemErr != nil:
-		runErr = nemErr
 	case healErr != nil:
 		runErr = healErr
+		if nemErr != nil && !nemLogged {
+			logf("the nemesis gave up: %v", nemErr)
+		}
+	case nemErr != nil:
+		runErr = nemErr
 	case wl.err != nil:
 		runErr = wl.err
+	}
+	done.interrupted = interrupted
+	switch {
+	case !fullTime:
+		why := "the workload ended"
+		if stop.Err() != nil {
+			why = "interrupted"
+		}
+		done.incomplete = fmt.Sprintf("%s after %.1f s of the %s workload, before the final reads", why, ran.Seconds(), cfg.TimeLimit)
+	case interrupted:
+		done.incomplete = fmt.Sprintf("interrupted before the final reads (the workload ran its full %s)", cfg.TimeLimit)
 	}
 	if runErr == nil && !interrupted && rec.Err() == nil {
 		cfg.phase("final reads")
 		logf("final reads")
-		if err := finalReads(stop, cfg, sys, rec, wl.next); err != nil {
+		read, err := finalReads(stop, cfg, sys, rec, wl.next)
+		if err != nil {
 			runErr = err
 		}
 		if stop.Err() != nil {
 			logf("final reads cut short by an interrupt")
+			done.interrupted = true
+			done.incomplete = fmt.Sprintf("interrupted during the final reads (%d of %d keys read; the workload ran its full %s)", read, cfg.Keys, cfg.TimeLimit)
 		}
+	} else if done.incomplete == "" {
+		done.incomplete = "the final reads did not happen"
 	}
-	return interrupted, runErr
+	return done, runErr
 }
 
 // params lists everything needed to rerun the test, in a stable order.

@@ -201,8 +201,10 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 // model sees the final state after every fault has been healed. An
 // interrupt (stop) ends them at once: the op in flight is cut short and
 // recorded as unknown, no further op is started, and what was recorded
-// stays for the check.
-func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Recorder, firstProcess int) error {
+// stays for the check. It returns how many keys were read to the end
+// (their read completed, whatever its outcome).
+func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Recorder, firstProcess int) (int, error) {
+	read := 0
 	// withStop runs an op's call under its own deadline and the interrupt.
 	withStop := func(f func(ctx context.Context) (history.Event, error)) func(ctx context.Context) (history.Event, error) {
 		return func(ctx context.Context) (history.Event, error) {
@@ -218,9 +220,9 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 		if err != nil {
 			cancel()
 			if stop.Err() != nil {
-				return nil
+				return read, nil
 			}
-			return fmt.Errorf("final read of %s: opening a client: %w", keyName(k), err)
+			return read, fmt.Errorf("final read of %s: opening a client: %w", keyName(k), err)
 		}
 		w := &worker{slot: 1, process: firstProcess + k, slots: 1, client: c, sys: sys, rec: rec, cfg: cfg}
 		key := keyName(k)
@@ -237,6 +239,9 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 				return history.Event{Value: history.Int64(v)}, nil
 			}))
 		}
+		if stop.Err() == nil {
+			read++
+		}
 		if acq.Type == history.OK && stop.Err() == nil {
 			w.op(history.Event{F: history.Release, Key: key, Token: acq.Token}, withStop(func(ctx context.Context) (history.Event, error) {
 				return history.Event{}, c.Release(ctx, key)
@@ -245,5 +250,5 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 		c.Close()
 		cancel()
 	}
-	return nil
+	return read, nil
 }

@@ -186,7 +186,7 @@ func HealAll(faults []Fault) error {
 		cancel()
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("healing: %s", strings.Join(errs, "; "))
+		return fmt.Errorf("could not heal %s", strings.Join(errs, "; "))
 	}
 	return nil
 }

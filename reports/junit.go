@@ -63,8 +63,9 @@ type junitOutcome struct {
 // test, one test case per key. An invalid key is a <failure> whose text
 // is the anomaly's story; an unknown key is an <error> (the check did
 // not finish), or <skipped> when no read or write of it reached the
-// storage (nothing to check). A run that did not complete adds a test
-// case "run" with an <error>. The suite's properties are the run's
+// storage (nothing to check). A run that did not complete, or did not
+// finish its workload or its final reads, adds a test case "run" with an
+// <error>: whatever its keys say, it does not pass. The suite's properties are the run's
 // parameters and its rerun command; each case's system-out says how to
 // rerun it and where the report is.
 func WriteJUnit(w io.Writer, r *Run) error {
@@ -109,8 +110,11 @@ func WriteJUnit(w io.Writer, r *Run) error {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	if r.Error != "" || len(r.Result.Keys) == 0 {
+	if r.Error != "" || r.Incomplete != "" || len(r.Result.Keys) == 0 {
 		msg := r.Error
+		if msg == "" && r.Incomplete != "" && r.Result.Verdict == models.Invalid {
+			msg = "the run did not finish: " + r.Incomplete
+		}
 		if msg == "" {
 			msg = r.Result.Explanation
 		}

@@ -44,7 +44,8 @@ const schemaPrefix = "fencecheck/results/"
 // LoadRun reads a stored run directory back into a Run: the history
 // (validated as docs/history.md says; a *history.ParseError names the bad
 // line) and, when the directory has a results.json, the run's name,
-// parameters, command, start, duration, interrupt and error. The verdict
+// parameters, command, start, duration, interrupt, incompleteness and
+// error. The verdict
 // is not read back: the caller checks the history again and sets Result.
 func LoadRun(dir string) (*Run, error) {
 	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
@@ -59,7 +60,7 @@ func LoadRun(dir string) (*Run, error) {
 		r.Name, r.Params, r.Command = old.Name, old.Params, old.Command
 		r.Started, _ = time.Parse(startedLayout, old.Started)
 		r.Duration = time.Duration(old.DurationS * float64(time.Second))
-		r.Interrupted, r.Error = old.Interrupted, old.Error
+		r.Interrupted, r.Incomplete, r.Error = old.Interrupted, old.Incomplete, old.Error
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, err

@@ -40,6 +40,10 @@ type Results struct {
 	Events      int    `json:"events"`
 	Interrupted bool   `json:"interrupted,omitempty"`
 	Error       string `json:"error,omitempty"`
+
+	// Incomplete says what the run did not do that a valid verdict
+	// needs (docs/results.md); the verdict is then at best unknown.
+	Incomplete string `json:"incomplete,omitempty"`
 }
 
 // MakeResults builds results.json's content.
@@ -49,6 +53,7 @@ func MakeResults(r *Run) Results {
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Params: r.Params, Command: r.Command,
 		Started: r.Started.UTC().Format("2006-01-02T15:04:05.000Z"), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
+		Incomplete: r.Incomplete,
 	}
 }
 

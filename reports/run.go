@@ -38,6 +38,9 @@ type Run struct {
 	Faults      []history.Fault
 	Result      models.Result
 	Interrupted bool
+	// Incomplete is what the run did not do that a valid verdict needs
+	// (the workload cut short, the final reads skipped), if anything.
+	Incomplete string
 	// Error is why the run did not complete, if it did not.
 	Error string
 }

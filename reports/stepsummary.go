@@ -54,6 +54,10 @@ func StepSummary(r *Run) string {
 	if r.Interrupted {
 		b.WriteString("The run was interrupted by a signal: the history ends where it stopped.\n\n")
 	}
+	if r.Incomplete != "" && r.Result.Verdict != models.Unknown {
+		// Unknown says it in the explanation already.
+		fmt.Fprintf(&b, "The run did not finish: %s.\n\n", md(r.Incomplete))
+	}
 	if len(r.Result.Keys) > 0 {
 		b.WriteString("| key | verdict | ops | explanation |\n|---|---|---:|---|\n")
 		var valid []models.KeyResult

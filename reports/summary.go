@@ -30,6 +30,9 @@ func Summary(w io.Writer, r *Run) {
 	if r.Interrupted {
 		fmt.Fprintln(w, "  the run was interrupted by a signal: the history ends where it stopped")
 	}
+	if r.Incomplete != "" {
+		fmt.Fprintf(w, "  incomplete: %s\n", r.Incomplete)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}

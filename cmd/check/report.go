@@ -56,11 +56,9 @@ kept from the old results.json when there is one. It exits like the run did:
 			start := time.Now()
 			run.Result = models.Check(sig.Stop, run.Ops, models.Options{Timeout: timeout})
 			run.CheckTime = time.Since(start)
-			if run.Error != "" && run.Result.Verdict == models.Valid {
-				// As the harness does: a run that did not complete is not valid.
-				run.Result.Verdict = models.Unknown
-				run.Result.Explanation = "the run did not complete: " + run.Error
-			}
+			// As the harness does: a run that did not complete, or did not
+			// finish its workload or its final reads, is not valid.
+			run.Result = harness.Settle(run.Result, run.Incomplete, run.Error, false)
 			if err := reports.WriteAll(run); err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}

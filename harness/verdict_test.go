@@ -1,0 +1,206 @@
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+// junitCounts reads the failures and errors of a JUnit file and the names
+// of its test cases.
+func junitCounts(t *testing.T, path string) (failures, errors int, cases []string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Failures int `xml:"failures,attr"`
+		Errors   int `xml:"errors,attr"`
+		Suites   []struct {
+			Cases []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, s := range doc.Suites {
+		for _, c := range s.Cases {
+			cases = append(cases, c.Name)
+		}
+	}
+	return doc.Failures, doc.Errors, cases
+}
+
+func readResults(t *testing.T, dir string) reports.Results {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res reports.Results
+	if err := json.Unmarshal(b, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// interruptAfter cancels Stop d after the workload starts.
+func interruptAfter(cfg *Config, d time.Duration) (Signals, func() time.Time) {
+	stop, cancel := context.WithCancel(context.Background())
+	var mu sync.Mutex
+	var fired time.Time
+	cfg.phaseHook = func(p string) {
+		if p == "workload" {
+			time.AfterFunc(d, func() {
+				mu.Lock()
+				fired = time.Now()
+				mu.Unlock()
+				cancel()
+			})
+		}
+	}
+	return Signals{Stop: stop, Abort: context.Background()}, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return fired
+	}
+}
+
+// A fenced run interrupted a second into its 60 s workload found no
+// violation in what ran, but it did not run: its verdict is unknown (exit
+// 2), results.json and JUnit say so, and the per-key results stay as
+// information.
+func TestInterruptedFencedRunIsUnknown(t *testing.T) {
+	cfg := memoryConfig(t, "all", "pause")
+	cfg.TimeLimit = time.Minute
+	cfg.Keys = 2
+	cfg.JUnit = filepath.Join(t.TempDir(), "junit.xml")
+	sig, fired := interruptAfter(&cfg, 1500*time.Millisecond)
+	out, err := Run(sig, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fired().IsZero() {
+		t.Fatal("the interrupt never came")
+	}
+	checkStore(t, out, err)
+	if out.Result.Verdict != models.Unknown || ExitCode(out.Result.Verdict) != ExitUnknown {
+		t.Fatalf("verdict %s (exit %d): %s; want unknown (exit 2)", out.Result.Verdict, ExitCode(out.Result.Verdict), out.Result.Explanation)
+	}
+	for _, want := range []string{"interrupted after 1.", "of the 1m0s workload", "no violation in what ran, but the run did not finish"} {
+		if !strings.Contains(out.Result.Explanation, want) {
+			t.Errorf("the explanation %q does not say %q", out.Result.Explanation, want)
+		}
+	}
+	if len(out.Result.Keys) != 2 {
+		t.Fatalf("per-key results: %+v", out.Result.Keys)
+	}
+	for _, k := range out.Result.Keys {
+		if k.Verdict == models.Invalid {
+			t.Errorf("fenced key %s invalid: %s", k.Key, k.Explanation)
+		}
+	}
+	res := readResults(t, out.Dir)
+	if !res.Interrupted || res.Incomplete == "" || res.Verdict != models.Unknown {
+		t.Errorf("results.json: verdict %s, interrupted %v, incomplete %q", res.Verdict, res.Interrupted, res.Incomplete)
+	}
+	failures, errs, cases := junitCounts(t, cfg.JUnit)
+	if failures+errs == 0 {
+		t.Errorf("JUnit passes an interrupted run: cases %v", cases)
+	}
+	t.Logf("%s: %s; JUnit %d failures, %d errors, cases %v", out.Result.Verdict, out.Result.Explanation, failures, errs, cases)
+}
+
+// An unfenced run interrupted after a violation was found stays invalid
+// (exit 1): the history that shows it is real. The run still says it did
+// not finish.
+func TestInterruptedRunWithAViolationIsInvalid(t *testing.T) {
+	cfg := memoryConfig(t, "none", "pause-holder")
+	cfg.TimeLimit = time.Minute
+	cfg.JUnit = filepath.Join(t.TempDir(), "junit.xml")
+	sig, _ := interruptAfter(&cfg, 3*time.Second)
+	out, err := Run(sig, cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStore(t, out, err)
+	if out.Result.Verdict != models.Invalid || ExitCode(out.Result.Verdict) != ExitInvalid {
+		t.Fatalf("verdict %s: %s; want invalid", out.Result.Verdict, out.Result.Explanation)
+	}
+	if !strings.Contains(out.Result.Explanation, "stale") {
+		t.Errorf("the explanation is not the violation's: %s", out.Result.Explanation)
+	}
+	res := readResults(t, out.Dir)
+	if !strings.Contains(res.Incomplete, "interrupted after") {
+		t.Errorf("results.json does not say the run was cut short: incomplete %q", res.Incomplete)
+	}
+	failures, errs, cases := junitCounts(t, cfg.JUnit)
+	if failures == 0 {
+		t.Errorf("JUnit has no failure for an invalid run: %d errors, cases %v", errs, cases)
+	}
+}
+
+// A run interrupted after its workload but before its final reads (during
+// the heal) is unknown: without the final reads a lost update at the end
+// goes unseen.
+func TestInterruptBeforeFinalReadsIsUnknown(t *testing.T) {
+	cfg := memoryConfig(t, "all", "pause")
+	cfg.TimeLimit = time.Second
+	in := newInterrupter("heal", 0, false)
+	defer in.close()
+	cfg.phaseHook = in.hook
+	out, err := Run(in.signals(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkStore(t, out, err)
+	if out.Result.Verdict != models.Unknown {
+		t.Fatalf("verdict %s: %s; want unknown", out.Result.Verdict, out.Result.Explanation)
+	}
+	if !strings.Contains(out.Result.Explanation, "before the final reads") {
+		t.Errorf("the explanation does not say the final reads did not happen: %s", out.Result.Explanation)
+	}
+}
+
+// Settle: a violation stands, anything else short of a finished run is
+// unknown, and the reason is said.
+func TestSettle(t *testing.T) {
+	valid := models.Result{Verdict: models.Valid, Keys: []models.KeyResult{{Key: "k0", Verdict: models.Valid}}}
+	invalid := models.Result{Verdict: models.Invalid, Explanation: "a stale write"}
+	timedOut := models.Result{Verdict: models.Unknown, Explanation: "the check timed out"}
+	cases := []struct {
+		res                 models.Result
+		incomplete, runErr  string
+		skipped             bool
+		verdict             models.Verdict
+		explanationContains string
+	}{
+		{valid, "", "", false, models.Valid, ""},
+		{valid, "interrupted after 3.1 s of the 1m0s workload", "", false, models.Unknown, "interrupted after 3.1 s of the 1m0s workload: no violation in what ran, but the run did not finish"},
+		{valid, "", "the daemon went away", false, models.Unknown, "the run did not complete: the daemon went away"},
+		{valid, "interrupted", "", true, models.Unknown, "the check was skipped"},
+		{invalid, "interrupted", "the daemon went away", true, models.Invalid, "a stale write"},
+		{timedOut, "interrupted during the final reads", "", false, models.Unknown, "interrupted during the final reads; and the check timed out"},
+	}
+	for i, c := range cases {
+		got := Settle(c.res, c.incomplete, c.runErr, c.skipped)
+		if got.Verdict != c.verdict || !strings.Contains(got.Explanation, c.explanationContains) {
+			t.Errorf("case %d: %s %q, want %s containing %q", i, got.Verdict, got.Explanation, c.verdict, c.explanationContains)
+		}
+		if len(got.Keys) != len(c.res.Keys) {
+			t.Errorf("case %d: the per-key results changed", i)
+		}
+	}
+}
