@@ -315,3 +315,21 @@ func TestCompareSharedFlags(t *testing.T) {
 		t.Errorf("compare.md does not say what every run shared:\n%s", md)
 	}
 }
+
+// With several tests each writes its own JUnit file.
+func TestJUnitFileOfEachTest(t *testing.T) {
+	for _, c := range []struct {
+		path     string
+		i, count int
+		want     string
+	}{
+		{"junit.xml", 1, 1, "junit.xml"},
+		{"out/junit.xml", 2, 3, "out/junit-run2.xml"},
+		{"report", 1, 2, "report-run1"},
+		{"", 1, 2, ""},
+	} {
+		if got := junitFor(c.path, c.i, c.count); got != c.want {
+			t.Errorf("junitFor(%q, %d, %d) = %q, want %q", c.path, c.i, c.count, got, c.want)
+		}
+	}
+}
