@@ -88,7 +88,8 @@ func WithFailpoint(ctx context.Context, hook func(name string)) context.Context 
 // precisely, as etcd's robustness tests do with gofail. Every recipe calls
 // Failpoint(ctx, FailpointWriteChecked) after its last check that the
 // lease is still held and before the write leaves the client: the gap in
-// which the seed's pause does its damage. Without a hook it does nothing.
+// which a paused holder does its damage (it wakes after its lease ran out
+// and writes anyway). Without a hook it does nothing.
 func Failpoint(ctx context.Context, name string) {
 	if hook, ok := ctx.Value(failpointKey{}).(func(string)); ok && hook != nil {
 		hook(name)

@@ -52,6 +52,18 @@ func DefaultCompareBase() Config {
 		NemesisInterval: 2 * time.Second, CheckTimeout: 5 * time.Minute, Nodes: 3}
 }
 
+// DefaultCompareBackends are the backends a comparison runs when none are
+// named: every registered backend but the in-process memory one.
+func DefaultCompareBackends() []string {
+	var out []string
+	for _, be := range Backends {
+		if be.Name != "memory" {
+			out = append(out, be.Name)
+		}
+	}
+	return out
+}
+
 // CompareRow is one row of the matrix.
 type CompareRow struct {
 	Backend, Recipe, Storage, Fencing, Cluster string
@@ -154,11 +166,7 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	}
 	backends := spec.Backends
 	if len(backends) == 0 {
-		for _, be := range Backends {
-			if be.Name != "memory" {
-				backends = append(backends, be.Name)
-			}
-		}
+		backends = DefaultCompareBackends()
 	}
 	if len(spec.Storages) > 0 {
 		storages = spec.Storages
@@ -442,6 +450,7 @@ func RunCompare(sig Signals, m *CompareMatrix, dir string, progress io.Writer) (
 	c := &reports.Comparison{
 		Started: started.UTC().Format("2006-01-02T15:04:05Z"), Preset: m.Preset, Seed: m.Seed, Runs: m.Runs,
 		TimeLimitS: m.TimeLimit.Seconds(), Faults: m.Faults,
+		Clients: m.Base.Clients, Keys: m.Base.Keys, Nodes: m.Base.Nodes, LeaseTTLS: m.Base.LeaseTTL.Seconds(),
 	}
 	total := 0
 	for i, r := range m.Rows {

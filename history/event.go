@@ -1,8 +1,8 @@
 // Package history is the record of a test: the events clients and the
 // nemesis produced, in real-time order, as JSON Lines (docs/history.md).
 //
-// It sits outside the design card's packages because it is the contract
-// between all of them: the harness writes it, the models check it, the
+// It is a package of its own because it is the contract between all the
+// others: the harness writes it, the models check it, the
 // reports draw it and `check analyze` reads it back. It must never depend on
 // any of those packages, and it knows nothing about locks beyond the names of
 // the operations.

@@ -81,9 +81,9 @@ func wantVerdict(t *testing.T, r Result, want Verdict) {
 	}
 }
 
-// The seed's story: A holds 33 and pauses; B acquires 34 and writes; A wakes
-// and writes with 33, and the storage accepts it.
-func TestSeedScenarioStaleWriteAcceptedIsInvalid(t *testing.T) {
+// The paused holder: A holds 33 and pauses; B acquires 34 and writes; A
+// wakes and writes with 33, and the storage accepts it.
+func TestPausedHolderStaleWriteAcceptedIsInvalid(t *testing.T) {
 	b := newBuilder()
 	b.acquire(1, 33)
 	b.read(1, 33, 0)
@@ -106,7 +106,7 @@ func TestSeedScenarioStaleWriteAcceptedIsInvalid(t *testing.T) {
 	}
 }
 
-func TestSeedScenarioStaleWriteFencedIsValid(t *testing.T) {
+func TestPausedHolderStaleWriteFencedIsValid(t *testing.T) {
 	b := newBuilder()
 	b.acquire(1, 33)
 	b.read(1, 33, 0)

@@ -68,17 +68,17 @@ func (s *frozenSet) thawAll(ctx context.Context, f Freezer) error {
 	return errors.Join(errs...)
 }
 
-// PauseHolder is the targeted pause that makes the seed's story happen on
-// purpose: it waits for a client to read under a lease, then freezes that
-// client between its last lease check and its write, for longer than the
-// lease, so that another client takes the lease over while the first still
-// believes it holds it.
+// PauseHolder is the targeted pause that makes a lease holder outlive its
+// lease on purpose: it waits for a client to read under a lease, then
+// freezes that client between its last lease check and its write, for
+// longer than the lease, so that another client takes the lease over while
+// the first still believes it holds it.
 //
 // "Between the check and the write" is a failpoint every recipe marks
 // (backends.FailpointWriteChecked): the chosen process stops there, the
-// fault freezes it, and the write leaves when it wakes — the pause the seed
-// describes, placed exactly, as etcd's robustness tests place faults with
-// gofail. Freezing a container takes the engine tens of milliseconds; a
+// fault freezes it, and the write leaves when it wakes — a GC pause or a
+// frozen VM at the worst moment, placed exactly, as etcd's robustness
+// tests place faults with gofail. Freezing a container takes the engine tens of milliseconds; a
 // pause aimed at a moment without a failpoint would land before the check
 // (which then sees the lease gone) or after the write, and prove nothing.
 type PauseHolder struct {

@@ -31,6 +31,11 @@ type Comparison struct {
 	Seed       int64   `json:"seed"`
 	Runs       int     `json:"runs"`
 	TimeLimitS float64 `json:"time_limit_s"`
+	// Clients, Keys, Nodes and LeaseTTLS are what every run shares.
+	Clients   int     `json:"clients,omitempty"`
+	Keys      int     `json:"keys,omitempty"`
+	Nodes     int     `json:"nodes,omitempty"`
+	LeaseTTLS float64 `json:"lease_ttl_s,omitempty"`
 	// DurationS is the whole comparison's wall time.
 	DurationS float64      `json:"duration_s"`
 	Faults    []string     `json:"faults"`
@@ -199,8 +204,11 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 	if c.Preset != "" {
 		fmt.Fprintf(&b, ", preset %s", c.Preset)
 	}
-	fmt.Fprintf(&b, "; %d run(s) per cell of %s each; seed %d (run r of every cell uses seed+r); took %.0f s.",
-		c.Runs, fmtSeconds(c.TimeLimitS), c.Seed, c.DurationS)
+	fmt.Fprintf(&b, "; %d run(s) per cell of %s each", c.Runs, fmtSeconds(c.TimeLimitS))
+	if c.Clients > 0 {
+		fmt.Fprintf(&b, ", %s", c.Shared())
+	}
+	fmt.Fprintf(&b, "; seed %d (run r of every cell uses seed+r); took %.0f s.", c.Seed, c.DurationS)
 	if c.Errors > 0 {
 		fmt.Fprintf(&b, " **%d run(s) could not be carried out.**", c.Errors)
 	}
@@ -311,4 +319,11 @@ func WriteComparison(dir string, c *Comparison) error {
 		}
 	}
 	return nil
+}
+
+// Shared says what every run of the comparison had in common: "5 clients,
+// 1 key, 3 nodes, lease 2 s".
+func (c *Comparison) Shared() string {
+	return fmt.Sprintf("%d %s, %d %s, %d %s, lease %s", c.Clients, plural(c.Clients, "client", "clients"),
+		c.Keys, plural(c.Keys, "key", "keys"), c.Nodes, plural(c.Nodes, "node", "nodes"), fmtSeconds(c.LeaseTTLS))
 }

@@ -6,7 +6,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"sort"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
@@ -147,7 +146,7 @@ func visLink(r *Run, i int) string {
 func WriteHTML(w io.Writer, r *Run) error {
 	res := MakeResults(r)
 	v := reportView{
-		Name: clean(r.Name), Verdict: r.Result.Verdict, Explanation: clean(r.Result.Explanation),
+		Name: clean(r.Name), Verdict: r.Result.Verdict, Explanation: clean(res.Explanation),
 		Started: res.Started, DurationS: res.DurationS, CheckS: res.CheckS, Events: res.Events,
 		Interrupted: r.Interrupted, Error: clean(r.Error), Command: clean(r.Command), Stats: res.Stats,
 		Timelines: Timelines(r), Latency: Latency(r), Throughput: Throughput(r), Legend: legendFs(r.Ops),
@@ -174,7 +173,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 			v.Seed = clean(p.Value)
 		}
 	}
-	for i := range r.Result.Keys {
+	// The table lists failing keys first, each group in natural order, so
+	// that with a thousand keys the invalid one is the first row.
+	for _, i := range failingFirst(r.Result.Keys) {
 		k := &r.Result.Keys[i]
 		kv := keyView{Key: clean(k.Key), ID: "story-" + safeName(k.Key), Verdict: k.Verdict, Ops: k.Ops, CheckMillis: k.CheckMillis,
 			Explanation: clean(k.Explanation), Culprits: k.Culprits, Vis: visLink(r, i)}
@@ -223,7 +224,8 @@ func WriteHTML(w io.Writer, r *Run) error {
 	return tmpl.Execute(w, v)
 }
 
-// sortedKeys lists the keys of the ops, sorted, as the timeline colours them.
+// sortedKeys lists the keys of the ops in natural order, as the timeline
+// colours them.
 func sortedKeys(ops []history.Op) []string {
 	seen := map[string]bool{}
 	var keys []string
@@ -233,6 +235,6 @@ func sortedKeys(ops []history.Op) []string {
 			keys = append(keys, ops[i].Key)
 		}
 	}
-	sort.Strings(keys)
+	sortNatural(keys)
 	return keys
 }

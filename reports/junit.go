@@ -85,7 +85,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 	where := rerunText(r)
 	class := "fencecheck." + clean(r.Name)
 	storage := storageOpsByKey(r.Ops)
-	for i := range r.Result.Keys {
+	for _, i := range naturalOrder(r.Result.Keys) {
 		k := &r.Result.Keys[i]
 		c := junitCase{Name: "key " + clean(k.Key), Classname: class, Time: fmt.Sprintf("%.3f", float64(k.CheckMillis)/1000), SystemOut: where}
 		switch k.Verdict {

@@ -18,9 +18,12 @@ type Results struct {
 	// Name is the test's name: the store's first level.
 	Name string `json:"name"`
 	// Verdict is valid, invalid or unknown, as the exit code says.
-	Verdict     models.Verdict `json:"verdict"`
-	Explanation string         `json:"explanation,omitempty"`
-	// Keys is the verdict on each key, sorted by key.
+	Verdict models.Verdict `json:"verdict"`
+	// Explanation is the headline: why the run is not valid, naming the
+	// failing keys when there are several keys.
+	Explanation string `json:"explanation,omitempty"`
+	// Keys is the verdict on each key, in natural order of the keys'
+	// names (k2 before k10).
 	Keys  []models.KeyResult `json:"keys"`
 	Stats Stats              `json:"stats"`
 	// Damage is how much harm the run did, over the run and per key.
@@ -48,8 +51,8 @@ type Results struct {
 // MakeResults builds results.json's content.
 func MakeResults(r *Run) Results {
 	return Results{
-		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: r.Result.Explanation,
-		Keys: r.Result.Keys, Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
+		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
+		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
 		Started: r.Started.UTC().Format("2006-01-02T15:04:05.000Z"), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
 		Incomplete: r.Incomplete,

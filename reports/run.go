@@ -78,15 +78,17 @@ func writeFile(path string, fill func(*os.File) error) error {
 }
 
 // visualizedKey is the key whose porcupine visualization stands as
-// linearizability.html: the first invalid key, else the first key.
+// linearizability.html: the first invalid key, else the first key (in
+// natural order).
 func visualizedKey(r *Run) int {
-	for i, k := range r.Result.Keys {
-		if k.Verdict == models.Invalid && k.CanVisualize() {
+	order := naturalOrder(r.Result.Keys)
+	for _, i := range order {
+		if k := &r.Result.Keys[i]; k.Verdict == models.Invalid && k.CanVisualize() {
 			return i
 		}
 	}
-	for i, k := range r.Result.Keys {
-		if k.CanVisualize() {
+	for _, i := range order {
+		if r.Result.Keys[i].CanVisualize() {
 			return i
 		}
 	}

@@ -45,8 +45,8 @@ func StepSummary(r *Run) string {
 		icon = "⚠️"
 	}
 	fmt.Fprintf(&b, "### %s fencecheck %s: %s\n\n", icon, md(r.Name), strings.ToUpper(string(r.Result.Verdict)))
-	if r.Result.Explanation != "" {
-		fmt.Fprintf(&b, "%s\n\n", md(r.Result.Explanation))
+	if h := Headline(r.Result); h != "" {
+		fmt.Fprintf(&b, "%s\n\n", md(h))
 	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "The run did not complete: %s\n\n", md(r.Error))
@@ -60,13 +60,31 @@ func StepSummary(r *Run) string {
 	}
 	if len(r.Result.Keys) > 0 {
 		b.WriteString("| key | verdict | ops | explanation |\n|---|---|---:|---|\n")
-		for _, k := range r.Result.Keys {
+		var valid []models.KeyResult
+		for _, i := range failingFirst(r.Result.Keys) {
+			k := r.Result.Keys[i]
+			if len(r.Result.Keys) > maxListedKeys && k.Verdict == models.Valid {
+				valid = append(valid, k)
+				continue
+			}
 			fmt.Fprintf(&b, "| %s | %s | %d | %s |\n", md(k.Key), md(string(k.Verdict)), k.Ops, md(k.Explanation))
+		}
+		if len(valid) > 0 {
+			fmt.Fprintf(&b, "| %d other %s | valid | %s | |\n", len(valid), plural(len(valid), "key", "keys"), md(opsRange(valid)))
 		}
 		b.WriteString("\n")
 	}
-	for i := range r.Result.Keys {
+	told := 0
+	for _, i := range naturalOrder(r.Result.Keys) {
 		k := &r.Result.Keys[i]
+		if k.Verdict != models.Invalid {
+			continue
+		}
+		if told == maxStories {
+			b.WriteString("Further invalid keys are told in report.html.\n\n")
+			break
+		}
+		told++
 		steps := Story(r, k)
 		if len(steps) == 0 {
 			continue

@@ -31,8 +31,8 @@ type Step struct {
 // the stale holder's last op and the culprit.
 const maxInterleaved = 5
 
-// Story tells an invalid key's anomaly from the history itself, the way
-// the seed tells it: who held which token, when the fault hit, who took
+// Story tells an invalid key's anomaly from the history itself, step by
+// step: who held which token, when the fault hit, who took
 // over, which stale op was admitted and what it overwrote. It covers the
 // window from the stale holder's acquire to the culprit's completion; the
 // ops in that window that are not part of the story are summed up in

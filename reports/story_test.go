@@ -16,7 +16,7 @@ func kinds(steps []Step) string {
 	return strings.Join(ks, " ")
 }
 
-// The seed's story, from a long history: the holder is frozen, another
+// A paused holder's stale write, from a long history: the holder is frozen, another
 // process takes over, the stale write is admitted and overwrites an
 // update; everything else is summed up.
 func TestStoryOfAStaleWrite(t *testing.T) {

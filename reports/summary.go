@@ -28,9 +28,7 @@ func Summary(w io.Writer, r *Run) {
 		st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
 	dmg := models.ComputeDamage(r.Ops)
 	fmt.Fprintf(w, "  damage: %s\n", dmg.Text())
-	for _, k := range r.Result.Keys {
-		fmt.Fprintf(w, "  key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
-	}
+	KeyLines(w, "  ", r.Result.Keys)
 	if r.Interrupted {
 		fmt.Fprintln(w, "  the run was interrupted by a signal: the history ends where it stopped")
 	}
@@ -45,12 +43,34 @@ func Summary(w io.Writer, r *Run) {
 	case models.Valid:
 		fmt.Fprintln(w, "VALID: every key's history is consistent with correctly fenced storage.")
 	case models.Invalid:
-		fmt.Fprintln(w, "INVALID: "+r.Result.Explanation)
+		fmt.Fprintln(w, "INVALID: "+Headline(r.Result))
 	default:
-		fmt.Fprintln(w, "UNKNOWN: "+r.Result.Explanation)
+		fmt.Fprintln(w, "UNKNOWN: "+Headline(r.Result))
 	}
 	fmt.Fprintf(w, "report: %s\n", filepath.Join(r.Dir, "report.html"))
 	if strings.TrimSpace(r.Command) != "" {
 		fmt.Fprintf(w, "rerun:  %s\n", r.Command)
+	}
+}
+
+// maxListedKeys: with more keys than this, the summary lists only the keys
+// that failed and sums the valid ones up in one line.
+const maxListedKeys = 10
+
+// KeyLines prints a line per key, each starting with indent, failing keys
+// first and each group in natural order; with more than ten keys, a line
+// per failing key and one for all the valid ones.
+func KeyLines(w io.Writer, indent string, keys []models.KeyResult) {
+	var valid []models.KeyResult
+	for _, i := range failingFirst(keys) {
+		k := keys[i]
+		if len(keys) > maxListedKeys && k.Verdict == models.Valid {
+			valid = append(valid, k)
+			continue
+		}
+		fmt.Fprintf(w, "%skey %-6s %-8s (%d ops, %d ms)\n", indent, k.Key, k.Verdict, k.Ops, k.CheckMillis)
+	}
+	if len(valid) > 0 {
+		fmt.Fprintf(w, "%s%d %s valid (%s)\n", indent, len(valid), plural(len(valid), "key", "keys"), opsRange(valid))
 	}
 }

@@ -1,6 +1,7 @@
 // Package fenced is the protected resource: a register per key that checks
-// fencing tokens the way the seed describes — it remembers the highest token
-// it has admitted and refuses anything lower. It lives under backends
+// fencing tokens — it remembers the highest token it has admitted and
+// refuses anything lower, so a holder whose lease ran out while it was
+// paused cannot write over its successor. It lives under backends
 // because every lock service's test writes to it; it is not a lock service
 // and never hands out tokens.
 package fenced

@@ -12,6 +12,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 func newAnalyzeCmd() *cobra.Command {
@@ -46,15 +47,13 @@ func newAnalyzeCmd() *cobra.Command {
 			start := time.Now()
 			res := models.Check(sig.Stop, ops, models.Options{Timeout: timeout})
 			out := cmd.OutOrStdout()
-			for _, k := range res.Keys {
-				fmt.Fprintf(out, "key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
-			}
+			reports.KeyLines(out, "", res.Keys)
 			fmt.Fprintf(out, "%s: %d events checked in %s\n", path, len(events), time.Since(start).Round(time.Millisecond))
 			switch res.Verdict {
 			case models.Valid:
 				fmt.Fprintln(out, "VALID")
 			default:
-				fmt.Fprintf(out, "%s: %s\n", map[models.Verdict]string{models.Invalid: "INVALID", models.Unknown: "UNKNOWN"}[res.Verdict], res.Explanation)
+				fmt.Fprintf(out, "%s: %s\n", map[models.Verdict]string{models.Invalid: "INVALID", models.Unknown: "UNKNOWN"}[res.Verdict], reports.Headline(res))
 			}
 			return &exitError{harness.ExitCode(res.Verdict), fmt.Errorf("")}
 		},

@@ -14,7 +14,8 @@ import (
 func failed(err error) error { return &exitError{harness.ExitFailed, err} }
 
 func newImageCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "image", Short: "The node image every container runs"}
+	cmd := &cobra.Command{Use: "image", Short: "The node image every container runs",
+		Example: "  check image build            # make fencecheck/node:<hash>; a run builds it when missing"}
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build fencecheck/node:<hash> locally (no registry needed), printing progress",
@@ -48,7 +49,10 @@ is only needed when they change.`,
 }
 
 func newClusterCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "cluster", Short: "Bring a test cluster up by hand, list or remove clusters"}
+	cmd := &cobra.Command{Use: "cluster", Short: "Bring a test cluster up by hand, list or remove clusters",
+		Example: `  check cluster up --id manual  # nodes n1..n3, storage, c1..c2, nothing started in them
+  check cluster status          # what fencecheck tests left behind
+  check cluster down            # remove every leftover`}
 	var servers, clients int
 	var id string
 	up := &cobra.Command{
@@ -111,9 +115,10 @@ func newClusterCmd() *cobra.Command {
 	down.Flags().StringVar(&downID, "id", "", "only this test's objects")
 
 	status := &cobra.Command{
-		Use:   "status",
-		Short: "List the containers, networks and volumes fencecheck tests left behind",
-		Args:  cobra.NoArgs,
+		Use:     "status",
+		Short:   "List the containers, networks and volumes fencecheck tests left behind",
+		Example: "  check cluster status\n  check cluster down   # then remove them",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			cli, err := compose.Connect(ctx)

@@ -19,7 +19,8 @@ func newCompareCmd() *cobra.Command {
 		Use:   "compare",
 		Short: "Run a matrix of backends × storages and fencing × faults and tabulate the verdicts",
 		Long: `compare runs every backend/recipe/storage/fencing combination (one row each)
-under every fault (one column each), --runs times per cell, and writes
+under every fault (one column each), --runs times per cell, every run with
+the same --clients, --keys, --nodes and --lease-ttl, and writes
 compare.html, compare.md and compare.json into --store (default
 store/compare/<time>/), each run's own directory inside it. Each cell shows the
 verdicts (e.g. "invalid 3/3"), the median time to the first violation,
@@ -40,7 +41,8 @@ verdicts, 255 when a run could not be carried out (the cell says "error"), 254
 on bad arguments.`,
 		Example: `  check compare --preset quick
   check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
-  check compare --backends memory --faults pause-holder,pause --time-limit 10s`,
+  check compare --backends memory --faults pause-holder,pause --time-limit 10s
+  check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -59,6 +61,13 @@ on bad arguments.`,
 			}
 			if cmd.Flags().Changed("time-limit") && spec.TimeLimit == 0 {
 				return usageErr("--time-limit: 0s is out of range (accepted: 1s to 24h, e.g. 20s)")
+			}
+			// Zero would mean "the default" to the matrix: refuse it here.
+			for flag, v := range map[string]int64{"clients": int64(spec.Base.Clients), "keys": int64(spec.Base.Keys),
+				"nodes": int64(spec.Base.Nodes), "lease-ttl": int64(spec.Base.LeaseTTL)} {
+				if cmd.Flags().Changed(flag) && v <= 0 {
+					return usageErr("--%s: %s is out of range: it must be positive (e.g. %s)", flag, cmd.Flags().Lookup(flag).Value, cmd.Flags().Lookup(flag).DefValue)
+				}
 			}
 			if !cmd.Flags().Changed("seed") {
 				spec.Seed = rand.Int64N(1 << 40)
@@ -88,7 +97,7 @@ on bad arguments.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&spec.Preset, "preset", "", "start from a preset: "+strings.Join(harness.ComparePresets, ", "))
-	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory: "+backendNames()+")")
+	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(harness.DefaultCompareBackends(), ",")+"; memory runs in-process when named)")
 	f.StringVar(&storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
 	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+strings.Join(harness.Faults, ", "))
 	f.StringVar(&fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
@@ -96,13 +105,18 @@ on bad arguments.`,
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.StringVar(&store, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
+	// Applied to every cell, and checked for every cell before the first runs.
+	base := harness.DefaultCompareBase()
+	f.IntVar(&spec.Base.Clients, "clients", base.Clients, "concurrent client processes in every run")
+	f.IntVar(&spec.Base.Keys, "keys", base.Keys, "independent locks in every run")
+	f.IntVar(&spec.Base.Nodes, "nodes", base.Nodes, "server nodes of every docker cluster (etcd and ZooKeeper: 3 or 5)")
+	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", base.LeaseTTL, "lease length in every run")
 	// For short runs in tests and by hand; the defaults are the root command's.
-	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", 0, "lease length (default 2s)")
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
 	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
-	for _, h := range []string{"lease-ttl", "nemesis-interval", "work", "agent-binary"} {
+	for _, h := range []string{"nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)
 	}
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })

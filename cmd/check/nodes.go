@@ -80,7 +80,8 @@ the harness sends on stdin, one JSON object per line, answering each on stdout.
 The harness starts it through docker exec; see harness/agent for the protocol.
 Without --spec the first line of stdin is the spec: that keeps any secret in it
 (a database password) off the command line, where ps would show it.`,
-		Args: cobra.NoArgs,
+		Example: `  docker exec -i fc-<test>-c1 check agent < ops.jsonl   # the harness does this`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			in := bufio.NewReader(os.Stdin)
 			if specJSON == "" {

@@ -28,7 +28,7 @@ the run has several keys). The run's name, parameters and rerun command are
 kept from the old results.json when there is one. It exits like the run did:
 0 valid, 1 invalid, 2 unknown; 254 when the history is malformed.`,
 		Example: `  check report store/latest
-  check report --junit junit.xml store/memory-lease-none-pause/20260102T030405.000Z`,
+  check report --junit junit.xml store/memory-lease-fenced-none-pause/20260102T030405.000Z`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("report takes one run directory (e.g. store/latest), got %d arguments", len(args))

@@ -12,18 +12,23 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 )
 
-const runExample = `  # The seed's anomaly, no Docker needed: an unfenced lease under pauses (exits 1)
+const runExample = `  # A paused lease holder writing after its lease ran out, no Docker needed (exits 1)
   check --backend memory --fencing none --nemesis pause --time-limit 10s
 
   # The same with the storage checking tokens on every op (exits 0)
   check --backend memory --fencing all --nemesis pause --time-limit 10s
 
   # The targeted pause: freeze the holder right after its read
-  check --backend memory --fencing none --nemesis pause-holder`
+  check --backend memory --fencing none --nemesis pause-holder
+
+  # As Jepsen users would: 10 tests, 8 clients, stop at the first that is not valid
+  check --backend memory --fencing all --nemesis pause --time-limit 10s --test-count 10 --concurrency 8`
 
 func newRootCmd() *cobra.Command {
 	cfg := harness.Config{}
-	var nemesis string
+	var nemesis, concurrency string
+	var testCount int
+	var keepGoing bool
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Test whether a distributed lock is actually safe",
@@ -36,37 +41,63 @@ not be carried out. Each run writes store/<test>/<time>/ (history.jsonl,
 results.json, report.html, linearizability.html, check.log); store/latest points
 at the newest.`,
 		Example:       runExample,
+		Version:       version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Nemesis = splitList(nemesis)
+			if cmd.Flags().Changed("concurrency") {
+				n, err := parseConcurrency(concurrency, cfg.Nodes)
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				if cmd.Flags().Changed("clients") && n != cfg.Clients {
+					return usageErr("--concurrency %s and --clients %d disagree: they name the same thing (--concurrency is Jepsen's word for --clients); give one", concurrency, cfg.Clients)
+				}
+				cfg.Clients = n
+			}
+			if testCount < 1 || testCount > maxTestCount {
+				return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
+			}
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = rand.Int64N(1 << 40)
 			}
-			cfg.Command = commandLine(cmd, cfg.Seed)
+			junit := cfg.JUnit
 			sig, stop := signals()
 			defer stop()
-			out, err := harness.Run(sig, cfg, cmd.OutOrStdout())
-			if err != nil {
-				if _, ok := err.(*harness.UsageError); ok {
-					return err
-				}
-				if out != nil && out.Dir != "" {
-					err = fmt.Errorf("%w\n(what was recorded is in %s)", err, out.Dir)
-				}
-				return &exitError{harness.ExitFailed, err}
-			}
-			return &exitError{harness.ExitCode(out.Result.Verdict), fmt.Errorf("")}
+			return repeat(cmd.OutOrStdout(), testCount, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
+				func(i int, seed int64) (int, string, error) {
+					c := cfg
+					c.Seed = seed
+					c.Command = commandLine(cmd, seed)
+					c.JUnit = junitFor(junit, i, testCount)
+					out, err := harness.Run(sig, c, cmd.OutOrStdout())
+					if err != nil {
+						if _, ok := err.(*harness.UsageError); ok {
+							return harness.ExitUsage, "", err
+						}
+						dir := ""
+						if out != nil && out.Dir != "" {
+							dir = out.Dir
+							err = fmt.Errorf("%w\n(what was recorded is in %s)", err, out.Dir)
+						}
+						return harness.ExitFailed, dir, err
+					}
+					return harness.ExitCode(out.Result.Verdict), out.Dir, nil
+				})
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Backend, "backend", "memory", "lock service: "+backendNames())
 	f.StringVar(&cfg.Recipe, "recipe", "", "lock recipe (default: the backend's first; memory: lease)")
-	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
+	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node, default), postgres (a row fenced in SQL, any backend, docker only), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
 	f.StringVar(&nemesis, "nemesis", "none", "comma list of faults: "+strings.Join(harness.Faults, ", "))
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
+	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server node (e.g. 2n)")
+	f.IntVar(&testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
+	f.BoolVar(&keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar(&cfg.Cluster, "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes (docker clusters): 3 or 5")
@@ -85,8 +116,9 @@ at the newest.`,
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
-	f.StringVar(&cfg.Name, "name", "", "the test's name in the store (default: backend-recipe-fencing-nemesis)")
+	f.StringVar(&cfg.Name, "name", "", "the test's name in the store (default: backend-recipe-storage[-fencing]-nemesis, e.g. memory-lease-fenced-none-pause)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetVersionTemplate("check {{.Version}}\n")
 	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
 	cmd.AddCommand(newReportCmd())
 	cmd.AddCommand(newServeCmd())
@@ -116,9 +148,20 @@ func splitList(s string) []string {
 func commandLine(cmd *cobra.Command, seed int64) string {
 	parts := []string{"check"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "seed" {
-			parts = append(parts, fmt.Sprintf("--%s %s", f.Name, f.Value.String()))
+		// The command reruns this one test: no repetition, and the client
+		// count as --clients (which --concurrency has set).
+		switch f.Name {
+		case "seed", "test-count", "keep-going":
+			return
+		case "concurrency":
+			parts = append(parts, fmt.Sprintf("--clients %s", cmd.Flags().Lookup("clients").Value.String()))
+			return
+		case "clients":
+			if cmd.Flags().Changed("concurrency") {
+				return
+			}
 		}
+		parts = append(parts, fmt.Sprintf("--%s %s", f.Name, f.Value.String()))
 	})
 	parts = append(parts, fmt.Sprintf("--seed %d", seed))
 	return strings.Join(parts, " ")

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// maxTestCount bounds --test-count.
+const maxTestCount = 10000
+
+// parseConcurrency reads Jepsen's --concurrency: a number of clients, or
+// "<k>n" for k clients per server node (3n with 5 nodes is 15 clients).
+func parseConcurrency(s string, nodes int) (int, error) {
+	t := strings.TrimSpace(s)
+	perNode := strings.HasSuffix(t, "n")
+	n, err := strconv.Atoi(strings.TrimSuffix(t, "n"))
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("--concurrency: %q is not a number of clients (e.g. 5) or of clients per node (e.g. 2n)", s)
+	}
+	if perNode {
+		n *= nodes
+	}
+	return n, nil
+}
+
+// severity orders outcomes for --test-count's exit code: a violation
+// found is the worst news, then a run that could not be carried out, then
+// an unknown verdict, then valid.
+func severity(code int) int {
+	switch code {
+	case harness.ExitInvalid:
+		return 3
+	case harness.ExitFailed:
+		return 2
+	case harness.ExitUnknown:
+		return 1
+	}
+	return 0
+}
+
+// junitFor is where run i (from 1) of count writes its JUnit XML: the
+// file given, or with several runs junit-run2.xml beside junit.xml, so no
+// run overwrites another's.
+func junitFor(path string, i, count int) string {
+	if path == "" || count == 1 {
+		return path
+	}
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-run%d%s", strings.TrimSuffix(path, ext), i, ext)
+}
+
+// repeat carries out the test count times, run i with seed base+i-1,
+// each in its own store directory, and stops after the first run that is
+// not valid unless keepGoing. An interrupt ends the run going on (it is
+// healed, checked and reported as usual) and the loop with it. The exit
+// code is the worst outcome (see severity); a bad argument stops at once.
+// one carries out test i with the seed given and returns its exit code,
+// its store directory and, when it could not be carried out, why.
+func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() bool,
+	one func(i int, seed int64) (code int, dir string, err error)) error {
+	worst, worstErr := harness.ExitValid, error(nil)
+	tally := map[string]int{}
+	done := 0
+	for i := 1; i <= count; i++ {
+		seed := base + int64(i-1)
+		code, dir, err := one(i, seed)
+		if code == harness.ExitUsage {
+			return err
+		}
+		done++
+		word := outcomeWord(code)
+		tally[word]++
+		if severity(code) > severity(worst) {
+			worst, worstErr = code, err
+		}
+		if count > 1 {
+			line := fmt.Sprintf("test %d/%d: %s, seed %d", i, count, word, seed)
+			if dir != "" {
+				line += ", " + filepath.Join(dir, "report.html")
+			}
+			if err != nil && code == harness.ExitFailed {
+				line += ": " + strings.Join(strings.Fields(err.Error()), " ")
+			}
+			fmt.Fprintln(w, line)
+		}
+		if stopped() {
+			if count > 1 {
+				fmt.Fprintf(w, "interrupted after test %d of %d\n", i, count)
+			}
+			break
+		}
+		if code != harness.ExitValid && !keepGoing {
+			break
+		}
+	}
+	if count > 1 {
+		var parts []string
+		for _, word := range []string{"valid", "invalid", "unknown", "failed"} {
+			if n := tally[word]; n > 0 {
+				parts = append(parts, fmt.Sprintf("%d %s", n, word))
+			}
+		}
+		how := ""
+		if done < count && !stopped() {
+			how = "; stopped at the first test that was not valid (--keep-going runs them all)"
+		}
+		fmt.Fprintf(w, "%d of %d tests run: %s%s\n", done, count, strings.Join(parts, ", "), how)
+	}
+	if worst == harness.ExitValid {
+		return nil
+	}
+	if worstErr == nil || worst != harness.ExitFailed {
+		worstErr = fmt.Errorf("")
+	}
+	return &exitError{worst, worstErr}
+}
+
+func outcomeWord(code int) string {
+	switch code {
+	case harness.ExitValid:
+		return string(models.Valid)
+	case harness.ExitInvalid:
+		return string(models.Invalid)
+	case harness.ExitUnknown:
+		return string(models.Unknown)
+	}
+	return "failed"
+}
