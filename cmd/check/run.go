@@ -41,6 +41,8 @@ at the newest.`,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Nemesis = splitList(nemesis)
+			cfg.Given = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = rand.Int64N(1 << 40)
 			}
@@ -69,12 +71,12 @@ at the newest.`,
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar(&cfg.Cluster, "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
-	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes (docker clusters): 3 or 5")
+	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes of etcd and zookeeper: 3 or 5 (the other backends' count is fixed)")
 	f.StringVar(&cfg.ServerVersion, "server-version", "", "server build where there are several (etcd: 3.6 or 3.4)")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease length")
 	f.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "time a holder spends in its critical section between read and write")
-	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts (default 2 × lease-ttl)")
+	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts, and the least time any other fault is held (default 2 × lease-ttl)")
 	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 2*time.Second, "rest between a heal and the next fault (with jitter)")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the linearizability search; past it the verdict is unknown")
