@@ -60,6 +60,6 @@ func newAnalyzeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

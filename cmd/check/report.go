@@ -75,6 +75,6 @@ kept from the old results.json when there is one. It exits like the run did:
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML (one test case per key) to this file")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

@@ -87,7 +87,7 @@ at the newest.`,
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
 	f.StringVar(&cfg.Name, "name", "", "the test's name in the store (default: backend-recipe-fencing-nemesis)")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
 	cmd.AddCommand(newReportCmd())
 	cmd.AddCommand(newServeCmd())
