@@ -45,11 +45,11 @@ kept from the old results.json when there is one. It exits like the run did:
 				var pe *history.ParseError
 				switch {
 				case errors.As(err, &pe):
-					return usageErr("%s: %v", filepath.Join(dir, "history.jsonl"), err)
+					return historyErr(filepath.Join(dir, "history.jsonl"), err)
 				case errors.Is(err, fs.ErrNotExist):
-					return usageErr("%s is not a run directory: %v", dir, err)
+					return dataErr("%s is not a run directory (it has no history.jsonl; e.g. check report store/latest)", dir)
 				}
-				return usageErr("%v", err)
+				return dataErr("%v", err)
 			}
 			sig, stop := signals()
 			defer stop()
@@ -60,6 +60,12 @@ kept from the old results.json when there is one. It exits like the run did:
 				// As the harness does: a run that did not complete is not valid.
 				run.Result.Verdict = models.Unknown
 				run.Result.Explanation = "the run did not complete: " + run.Error
+			}
+			if len(run.Events) == 0 && run.HistoryNote == "" {
+				run.Result.Explanation = filepath.Join(dir, "history.jsonl") + " is empty: no events were recorded"
+				if run.Error != "" {
+					run.Result.Explanation += "; the run did not complete: " + run.Error
+				}
 			}
 			if err := reports.WriteAll(run); err != nil {
 				return &exitError{harness.ExitFailed, err}
