@@ -86,7 +86,7 @@ at the newest.`,
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
-	f.StringVar(&cfg.Name, "name", "", "the test's name in the store (default: backend-recipe-fencing-nemesis)")
+	f.StringVar(&cfg.Name, "name", "", "the test's name in the store, one directory name (default: backend-recipe-fencing-nemesis)")
 	cmd.SetFlagErrorFunc(flagError)
 	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
 	cmd.AddCommand(newReportCmd())
