@@ -9,6 +9,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -118,7 +119,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // Validate checks the meaning.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var w wireEvent
-	if err := json.Unmarshal(b, &w); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt field must not pass as absent
+	if err := dec.Decode(&w); err != nil {
 		return err
 	}
 	*e = Event{Index: w.Index, Time: w.Time, Type: w.Type, F: w.F, Key: w.Key, Prev: w.Prev, Error: w.Error, Call: w.Call, Return: w.Return}

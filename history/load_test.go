@@ -94,6 +94,7 @@ func TestWrongTypesNameTheFieldAndTheType(t *testing.T) {
 		"process bool":   {`{"index":1,"time":2,"process":true,"type":"ok","f":"acquire","key":"k0","token":1}`, `line 2: field "process" must be a non-negative whole number or "nemesis", got true`},
 		"value string":   {`{"index":1,"time":2,"process":0,"type":"ok","f":"acquire","key":"k0","value":"x"}`, `line 2: field "value" must be a number on a client's op, got "x"`},
 		"not an object":  {`[1,2]`, `line 2: must be a JSON object, got a list`},
+		"misspelt field": {`{"index":1,"time":2,"process":0,"type":"ok","f":"acquire","key":"k0","tokn":1}`, `line 2: unknown field "tokn" (the fields are index, time, process, type, f, key, token, prev, value, error, call, return)`},
 	}
 	for name, c := range cases {
 		_, err := Load(strings.NewReader(first + c.line + "\n"))

@@ -160,6 +160,9 @@ func scan(r io.Reader, lenient bool, fn func(Event) error) (lines, dropped int, 
 func decodeMessage(err error) string {
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return "unknown field " + f + " (the fields are index, time, process, type, f, key, token, prev, value, error, call, return)"
+		}
 		return err.Error()
 	}
 	if te.Field == "" {
