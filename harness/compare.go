@@ -90,6 +90,19 @@ func (m *CompareMatrix) Applicable(r CompareRow, fault string) string {
 	if r.Cluster == "inprocess" && fault != "none" && !slices.Contains(inProcessFaults, fault) {
 		return fmt.Sprintf("an in-process run injects only %s", strings.Join(inProcessFaults, ", "))
 	}
+	// The rest of the question Validate asks (e.g. a partition of a
+	// backend with one server has nothing to cut).
+	cfg := m.Config(r, fault, 0, "compare")
+	cfg.Defaults()
+	if b, ok := backendInfo(r.Backend); ok {
+		if err := cfg.checkFaults(b); err != nil {
+			var ue *UsageError
+			if errors.As(err, &ue) {
+				return ue.Msg
+			}
+			return err.Error()
+		}
+	}
 	return ""
 }
 

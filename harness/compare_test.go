@@ -137,8 +137,13 @@ func TestExpandCompareFlags(t *testing.T) {
 	if m.Runs != 2 || m.TimeLimit != 3*time.Second || m.Base.LeaseTTL != 200*time.Millisecond || m.Base.NemesisInterval != 400*time.Millisecond || m.Base.Clients != 5 {
 		t.Errorf("matrix %+v", m)
 	}
-	if m.Applicable(want[0], "partition") == "" || m.Applicable(want[0], "pause-holder") != "" || m.Applicable(want[1], "partition") != "" {
-		t.Error("applicability: memory in-process cannot partition, the rest can")
+	if m.Applicable(want[0], "partition") == "" || m.Applicable(want[0], "pause-holder") != "" || m.Applicable(want[2], "partition") != "" {
+		t.Error("applicability: memory in-process cannot partition, etcd can")
+	}
+	// Redis with one server has nothing to cut apart: the run would be
+	// refused, so the cell is not applicable.
+	if why := m.Applicable(want[1], "partition"); !strings.Contains(why, "nothing to cut") || m.Applicable(want[1], "pause-holder") != "" {
+		t.Errorf("applicability: redis setnx-incr under partition: %q", why)
 	}
 	// No preset, a bare name: every recipe.
 	m, err = ExpandCompare(CompareSpec{Backends: []string{"redis"}})

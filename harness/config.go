@@ -64,6 +64,11 @@ type Config struct {
 	// AgentBinary is the static check binary copied into the containers
 	// (default: FENCECHECK_BINARY, else this executable).
 	AgentBinary string
+	// Given names the flags the command line set explicitly. A flag that
+	// means nothing for this test (--nodes on a backend whose server
+	// count is fixed, --pause-duration without faults) is refused only
+	// when given, so the defaults never fail.
+	Given map[string]bool
 
 	// testID labels a Docker run's objects; Run sets it (tests may
 	// choose it).
@@ -112,7 +117,8 @@ type BackendInfo struct {
 	Nodes    []int
 
 	// NewDB makes the servers' side for a Docker run and says how many
-	// server nodes it needs.
+	// server nodes it needs. It must not start anything: Validate calls it
+	// to learn the server count before anything is created.
 	NewDB func(cfg *Config, testID string) (db backends.DB, servers int, err error)
 	// OpenClient makes one client in an agent. storage is the shared
 	// storage's client, or nil when the backend keeps the resource itself
@@ -177,7 +183,7 @@ func (c *Config) Defaults() {
 			c.ServerVersion = b.Versions[0]
 		}
 	}
-	if c.PauseDuration == 0 {
+	if c.PauseDuration == 0 && !c.Given["pause-duration"] {
 		c.PauseDuration = 2 * c.LeaseTTL
 	}
 	if c.OpTimeout == 0 {
@@ -223,8 +229,8 @@ func (c *Config) Validate() error {
 	if len(b.Versions) == 0 && c.ServerVersion != "" {
 		return usage("server-version", "backend %s has one server build; drop the flag", c.Backend)
 	}
-	if c.Cluster == "docker" && len(b.Nodes) > 0 && !slices.Contains(b.Nodes, c.Nodes) {
-		return usage("nodes", "backend %s runs on %v nodes, not %d", c.Backend, b.Nodes, c.Nodes)
+	if err := c.checkNodes(b); err != nil {
+		return err
 	}
 	if c.RedisPersistence != "" && c.Backend != "redis" {
 		return usage("redis-persistence", "applies to --backend redis only")
@@ -248,6 +254,9 @@ func (c *Config) Validate() error {
 			return usage("nemesis", "none cannot be combined with other faults")
 		}
 	}
+	if err := c.checkFaults(b); err != nil {
+		return err
+	}
 	if c.Clients < 1 || c.Clients > 100 {
 		return usage("clients", "%d is out of range (accepted: 1 to 100)", c.Clients)
 	}
@@ -266,8 +275,11 @@ func (c *Config) Validate() error {
 	if c.Hold < 0 || c.Hold > time.Minute {
 		return usage("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
 	}
-	if c.PauseDuration < 0 {
-		return usage("pause-duration", "must not be negative")
+	if c.PauseDuration <= 0 {
+		return usage("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
+	}
+	if c.Given["pause-duration"] && c.HasFault("none") {
+		return usage("pause-duration", "--nemesis none injects no faults, so nothing is paused or held; drop the flag, or add a fault (e.g. --nemesis pause)")
 	}
 	if c.NemesisInterval < 100*time.Millisecond {
 		return usage("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
@@ -280,6 +292,52 @@ func (c *Config) Validate() error {
 	}
 	if c.Store == "" {
 		return usage("store", "must name a directory")
+	}
+	return checkName(c.Name)
+}
+
+// checkNodes: --nodes applies to the backends with a choice of cluster
+// size; elsewhere the count is fixed (one server, or the recipe's), and a
+// given --nodes is refused as --server-version and --redis-persistence
+// are where they mean nothing.
+func (c *Config) checkNodes(b BackendInfo) error {
+	if len(b.Nodes) == 0 {
+		if !c.Given["nodes"] {
+			return nil
+		}
+		if c.Backend == "redis" {
+			return usage("nodes", "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag")
+		}
+		return usage("nodes", "backend %s runs one server; drop the flag", c.Backend)
+	}
+	if (c.Cluster == "docker" || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
+		return usage("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
+	}
+	return nil
+}
+
+func joinInts(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, fmt.Sprint(n))
+	}
+	return strings.Join(s, ", ")
+}
+
+// checkName: the test's name is one directory in the store, so it must be
+// a single path element, and not the store's latest link.
+func checkName(name string) error {
+	bad := name == "" || name == "." || name == ".." || strings.ContainsAny(name, `/\`)
+	for _, r := range name {
+		if r < 0x20 || r == 0x7f {
+			bad = true
+		}
+	}
+	switch {
+	case bad:
+		return usage("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
+	case name == "latest":
+		return usage("name", "latest is taken: store/latest points at the newest run; choose another name")
 	}
 	return nil
 }

@@ -77,8 +77,7 @@ func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.H
 			out = append(out, ph)
 		default:
 			if !inDocker {
-				return nil, usage("nemesis", "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
-					f, strings.Join(inProcessFaults, ", "))
+				return nil, unavailable(cfg, f, false, 0)
 			}
 			fault, err := ds.fault(f, holder)
 			if err != nil {
@@ -112,11 +111,10 @@ func (s *dockerSystem) fault(word string, holders func() *nemesis.Holders) (neme
 	primary := func(ctx context.Context) (string, error) { return s.db.Primary(ctx, s.cluster) }
 
 	if shapes, ok := partitionShapes[word]; ok {
-		shapes = possibleShapes(shapes, len(servers))
-		if len(shapes) == 0 {
-			return nil, usage("nemesis", "%s cuts the lock service's servers apart, and backend %s runs on %d server node(s): nothing to cut (partition-client and partition-client-storage work here)",
-				word, s.cfg.Backend, len(servers))
+		if err := unavailable(s.cfg, word, true, len(servers)); err != nil {
+			return nil, err
 		}
+		shapes = possibleShapes(shapes, len(servers))
 		return &nemesis.Partition{Label: word, Cluster: s.cluster, Shapes: shapes, Servers: servers, Storage: compose.StorageNode,
 			Primary: primary, Holder: func(ctx context.Context) string { return holders().Wait(ctx) }}, nil
 	}
@@ -143,6 +141,46 @@ func (s *dockerSystem) fault(word string, holders func() *nemesis.Holders) (neme
 		return l, nil
 	}
 	return nil, usage("nemesis", "fault %s is not available for backend %s", word, s.cfg.Backend)
+}
+
+// unavailable says why fault word cannot be injected into a cluster of
+// this kind (docker or in process) with this many lock servers, or nil
+// when it can. Validate asks it before anything is created; buildFaults
+// asks it again of the cluster that was set up.
+func unavailable(cfg *Config, word string, docker bool, servers int) error {
+	switch word {
+	case "none", "pause", "pause-holder":
+		return nil
+	}
+	if !docker {
+		return usage("nemesis", "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
+			word, strings.Join(inProcessFaults, ", "))
+	}
+	if shapes, ok := partitionShapes[word]; ok && len(possibleShapes(shapes, servers)) == 0 {
+		return usage("nemesis", "%s cuts the lock service's servers apart, and backend %s runs on %d server node(s) here: nothing to cut (partition-client and partition-client-storage work here)",
+			word, cfg.Backend, servers)
+	}
+	return nil
+}
+
+// checkFaults asks of every fault in --nemesis whether the cluster the
+// config describes can inject it, as buildFaults will.
+func (c *Config) checkFaults(b BackendInfo) error {
+	docker := c.Cluster == "docker"
+	servers := 0
+	if docker {
+		_, n, err := b.NewDB(c, "")
+		if err != nil {
+			return err
+		}
+		servers = n
+	}
+	for _, f := range c.Nemesis {
+		if err := unavailable(c, f, docker, servers); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // possibleShapes keeps the shapes that cut something among n servers.

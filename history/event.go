@@ -9,6 +9,7 @@
 package history
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -118,7 +119,9 @@ func (e Event) MarshalJSON() ([]byte, error) {
 // Validate checks the meaning.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var w wireEvent
-	if err := json.Unmarshal(b, &w); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields() // a misspelt field must not pass as absent
+	if err := dec.Decode(&w); err != nil {
 		return err
 	}
 	*e = Event{Index: w.Index, Time: w.Time, Type: w.Type, F: w.F, Key: w.Key, Prev: w.Prev, Error: w.Error, Call: w.Call, Return: w.Return}
@@ -132,24 +135,32 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		e.Process = NemesisProcess
 		if len(w.Value) > 0 && string(w.Value) != "null" {
 			if err := json.Unmarshal(w.Value, &e.Nodes); err != nil {
-				return fmt.Errorf("nemesis value must be a list of node names: %v", err)
+				return fmt.Errorf("field \"value\" must be a list of node names on a nemesis event, got %s", clip(w.Value))
 			}
 		}
 	default:
 		p, err := strconv.Atoi(string(w.Process))
 		if err != nil || p < 0 {
-			return fmt.Errorf("process must be a non-negative integer or \"nemesis\", got %s", w.Process)
+			return fmt.Errorf("field \"process\" must be a non-negative whole number or \"nemesis\", got %s", clip(w.Process))
 		}
 		e.Process = p
 		if len(w.Value) > 0 && string(w.Value) != "null" {
 			v, err := strconv.ParseInt(string(w.Value), 10, 64)
 			if err != nil {
-				return fmt.Errorf("value of a client op must be an integer, got %s", w.Value)
+				return fmt.Errorf("field \"value\" must be a number on a client's op, got %s", clip(w.Value))
 			}
 			e.Value = &v
 		}
 	}
 	return nil
+}
+
+// clip shortens a raw JSON value for an error message.
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "…"
+	}
+	return string(b)
 }
 
 // Int64 returns a pointer to v, for Prev and Value.

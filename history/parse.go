@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 )
 
 // ParseError names the line of a history that is not what docs/history.md
@@ -28,7 +30,8 @@ var clientFs = map[string]bool{Acquire: true, Read: true, Write: true, Release: 
 // number: malformed JSON (a truncated last line included), unknown types or
 // client fs, a completion without its invoke, an invoke while the process
 // has one pending or after it ended in info, indexes that are not strictly
-// increasing, and times that go backwards.
+// increasing, and times that go backwards. Load is the same for a history
+// a run may have been killed while writing.
 func Parse(r io.Reader) ([]Event, error) {
 	var events []Event
 	err := Scan(r, func(e Event) error {
@@ -48,44 +51,168 @@ func ParseFile(path string) ([]Event, error) {
 	return Parse(f)
 }
 
+// History is a history read back by Load: the events of its complete
+// lines, and which line was dropped when the last one was cut short.
+type History struct {
+	Events []Event
+	// Lines counts the lines that were not blank, the dropped one
+	// included; 0 means the file was empty.
+	Lines int
+	// Dropped is the number of the last line when it was not a complete
+	// JSON object and was left out (the run was killed while writing it);
+	// 0 when every line was complete. A caller must say so: Note.
+	Dropped int
+}
+
+// Note says what Load left out, or "" when nothing was.
+func (h *History) Note() string {
+	if h.Dropped == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the last line (line %d) was incomplete and was dropped: the run was probably killed while writing it", h.Dropped)
+}
+
+// Load reads and validates a history as Parse does, except that a last
+// line that is not complete JSON — a run killed while writing it, with or
+// without its newline — is dropped, and History.Dropped names it; the
+// complete lines before it are checked as usual. A malformed line with
+// complete lines after it was not cut by a crash and is an error.
+func Load(r io.Reader) (*History, error) {
+	h := &History{}
+	var err error
+	h.Lines, h.Dropped, err = scan(r, true, func(e Event) error {
+		h.Events = append(h.Events, e)
+		return nil
+	})
+	return h, err
+}
+
+// LoadFile is Load on a file.
+func LoadFile(path string) (*History, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return Load(f)
+}
+
 // Scan validates a history like Parse and hands each event to fn as it
 // goes, so a caller can stream a large history.
 func Scan(r io.Reader, fn func(Event) error) error {
+	_, _, err := scan(r, false, fn)
+	return err
+}
+
+// scan is Scan; with lenient, a last line that is not complete JSON is
+// held back rather than refused, and its number returned as dropped.
+func scan(r io.Reader, lenient bool, fn func(Event) error) (lines, dropped int, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	v := NewValidator()
 	line := 0
+	var cut *ParseError // a line that is not complete JSON, refused unless it is the last
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
+		lines++
+		if cut != nil {
+			return lines, 0, cut
+		}
 		var e Event
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			msg := err.Error()
 			var se *json.SyntaxError
 			if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-				msg = "not a complete JSON object (truncated or malformed): " + msg
+				cut = &ParseError{line, "not a complete JSON object (truncated or malformed): " + err.Error()}
+				if !lenient {
+					return lines, 0, cut
+				}
+				continue
 			}
-			return &ParseError{line, msg}
+			return lines, 0, &ParseError{line, decodeMessage(err)}
 		}
 		if err := v.Check(e); err != nil {
-			return &ParseError{line, err.Error()}
+			return lines, 0, &ParseError{line, err.Error()}
 		}
 		if err := fn(e); err != nil {
-			return err
+			return lines, 0, err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &ParseError{line + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
+			return lines, 0, &ParseError{line + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
 		}
-		return err
+		return lines, 0, err
 	}
-	return nil
+	if cut != nil {
+		return lines, cut.Line, nil
+	}
+	return lines, 0, nil
+}
+
+// decodeMessage says what is wrong with a line that is JSON but not an
+// event, naming the field and the type it must have rather than Go's.
+func decodeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return "unknown field " + f + " (the fields are index, time, process, type, f, key, token, prev, value, error, call, return)"
+		}
+		return err.Error()
+	}
+	if te.Field == "" {
+		return "must be a JSON object, got " + jsonKind(te.Value)
+	}
+	t := te.Type
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	want := "a " + t.Kind().String()
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		want = "a number"
+		if strings.HasPrefix(te.Value, "number ") {
+			want = "a whole number"
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want = "a number"
+		if strings.HasPrefix(te.Value, "number ") {
+			want = "a non-negative whole number"
+		}
+	case reflect.String:
+		want = "a string"
+	case reflect.Slice, reflect.Array:
+		want = "a list"
+	case reflect.Struct, reflect.Map:
+		want = "an object"
+	}
+	return fmt.Sprintf("field %q must be %s, got %s", te.Field, want, jsonKind(te.Value))
+}
+
+// jsonKind names the JSON value json.UnmarshalTypeError describes ("string",
+// "number -1", "array", ...).
+func jsonKind(v string) string {
+	if n, ok := strings.CutPrefix(v, "number "); ok {
+		return n
+	}
+	switch v {
+	case "string":
+		return "a string"
+	case "number":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "array":
+		return "a list"
+	case "object":
+		return "an object"
+	}
+	return v
 }
 
 // Validator checks that a stream of events keeps the history's rules. The

@@ -43,17 +43,18 @@ const schemaPrefix = "fencecheck/results/"
 
 // LoadRun reads a stored run directory back into a Run: the history
 // (validated as docs/history.md says; a *history.ParseError names the bad
-// line) and, when the directory has a results.json, the run's name,
+// line; a last line cut by a kill is dropped and HistoryNote says so)
+// and, when the directory has a results.json, the run's name,
 // parameters, command, start, duration, interrupt, incompleteness and
 // error. The verdict
 // is not read back: the caller checks the history again and sets Result.
 func LoadRun(dir string) (*Run, error) {
-	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
+	h, err := history.LoadFile(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		return nil, err
 	}
-	ops, faults := history.Pair(events)
-	r := &Run{Dir: dir, Events: events, Ops: ops, Faults: faults}
+	ops, faults := history.Pair(h.Events)
+	r := &Run{Dir: dir, Events: h.Events, Ops: ops, Faults: faults, HistoryNote: h.Note()}
 	old, err := ReadResults(filepath.Join(dir, "results.json"))
 	switch {
 	case err == nil:

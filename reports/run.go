@@ -43,6 +43,9 @@ type Run struct {
 	Incomplete string
 	// Error is why the run did not complete, if it did not.
 	Error string
+	// HistoryNote says what reading the history back left out (its last
+	// line, cut by a kill), or "".
+	HistoryNote string
 }
 
 // WriteAll writes results.json, report.html and linearizability.html (and

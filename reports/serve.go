@@ -1,7 +1,9 @@
 package reports
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -13,7 +15,7 @@ import (
 // does: the index of every run at /, and each run's files under
 // /<test>/<stamp>/. It serves only what is inside the store directory:
 // paths with ".." are refused, and the store is opened as an os.Root, so
-// no symbolic link leads outside it. It answers only requests addressed
+// no symbolic link leads outside it (such a link is answered 403). It answers only requests addressed
 // to a loopback name (localhost, 127.0.0.1, [::1]), so a web page cannot
 // reach it through DNS rebinding.
 type StoreServer struct {
@@ -28,7 +30,32 @@ func NewStoreServer(dir string) (*StoreServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StoreServer{dir: dir, root: root, files: http.FileServerFS(root.FS())}, nil
+	// The root's own error for a path that leads out of it, to tell it
+	// from the system's errors.
+	var escapes error
+	var pe *fs.PathError
+	if _, err := root.Open(".."); errors.As(err, &pe) {
+		escapes = pe.Err
+	}
+	return &StoreServer{dir: dir, root: root, files: http.FileServerFS(storeFS{root.FS(), escapes})}, nil
+}
+
+// storeFS is the store as the file server sees it. The root refuses a
+// path that a symbolic link leads out of the store with an error of its
+// own, which the file server would answer with 500; storeFS makes it a
+// permission error, answered 403 like any other forbidden file. Errors
+// from the system (a missing file, a read error) pass unchanged.
+type storeFS struct {
+	fs.FS
+	escapes error
+}
+
+func (s storeFS) Open(name string) (fs.File, error) {
+	f, err := s.FS.Open(name)
+	if err != nil && s.escapes != nil && errors.Is(err, s.escapes) {
+		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrPermission}
+	}
+	return f, err
 }
 
 // Close releases the store directory.

@@ -38,6 +38,9 @@ func Summary(w io.Writer, r *Run) {
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
+	if r.HistoryNote != "" {
+		fmt.Fprintf(w, "  history.jsonl: %s\n", r.HistoryNote)
+	}
 	fmt.Fprintln(w)
 	switch r.Result.Verdict {
 	case models.Valid:

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -33,20 +34,24 @@ func newAnalyzeCmd() *cobra.Command {
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				path = filepath.Join(path, "history.jsonl")
 			}
-			events, err := history.ParseFile(path)
+			h, err := history.LoadFile(path)
 			if err != nil {
-				var pe *history.ParseError
-				if errors.As(err, &pe) {
-					return usageErr("%s: %v", path, err)
-				}
-				return usageErr("%v", err)
+				return historyErr(path, err)
 			}
+			out := cmd.OutOrStdout()
+			if note := h.Note(); note != "" {
+				fmt.Fprintf(out, "%s: %s\n", path, note)
+			}
+			if h.Lines == 0 {
+				fmt.Fprintf(out, "UNKNOWN: %s is empty: it holds no events (a run that stopped before its workload started leaves an empty history)\n", path)
+				return &exitError{harness.ExitUnknown, fmt.Errorf("")}
+			}
+			events := h.Events
 			ops, _ := history.Pair(events)
 			sig, stop := signals()
 			defer stop()
 			start := time.Now()
 			res := models.Check(sig.Stop, ops, models.Options{Timeout: timeout})
-			out := cmd.OutOrStdout()
 			reports.KeyLines(out, "", res.Keys)
 			fmt.Fprintf(out, "%s: %d events checked in %s\n", path, len(events), time.Since(start).Round(time.Millisecond))
 			switch res.Verdict {
@@ -59,6 +64,20 @@ func newAnalyzeCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
+}
+
+// historyErr says why the history file at path cannot be read: a line
+// that breaks the format (named), or a file that is missing or
+// unreadable. Either is bad input, but no flag's fault.
+func historyErr(path string, err error) error {
+	var pe *history.ParseError
+	switch {
+	case errors.As(err, &pe):
+		return dataErr("%s: %v (docs/history.md describes the format)", path, err)
+	case errors.Is(err, fs.ErrNotExist):
+		return dataErr("%s: no such file (give a history.jsonl, or a run directory such as store/latest)", path)
+	}
+	return dataErr("%v", err)
 }

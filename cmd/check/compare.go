@@ -119,6 +119,6 @@ on bad arguments.`,
 	for _, h := range []string{"nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

@@ -29,6 +29,15 @@ func usageErr(format string, args ...any) error {
 	return &exitError{harness.ExitUsage, fmt.Errorf(format, args...)}
 }
 
+// dataError is a file given as input that cannot be used (missing,
+// malformed): exit 254 like a bad flag, but its message says what is
+// wrong with the file, since the flags' help would not.
+type dataError struct{ error }
+
+func dataErr(format string, args ...any) error {
+	return &exitError{harness.ExitUsage, &dataError{fmt.Errorf(format, args...)}}
+}
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
@@ -56,7 +65,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err.Error() != "" {
 		fmt.Fprintf(stderr, "check: %v\n", err)
 	}
-	if code == harness.ExitUsage {
+	var de *dataError
+	if code == harness.ExitUsage && !errors.As(err, &de) {
 		fmt.Fprintln(stderr, "(run check --help for every flag and its accepted values)")
 	}
 	return code

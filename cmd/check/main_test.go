@@ -81,8 +81,9 @@ func TestBadArgumentsExit254AndNameTheFlag(t *testing.T) {
 func TestAnalyzeMalformedHistoryNamesTheLine(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
-		"truncated": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}
-{"index":1,"time":2,"process":0,"type":"ok","f":"acq`,
+		"truncated mid-file": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}
+{"index":1,"time":2,"process":0,"type":"ok","f":"acq
+{"index":2,"time":3,"process":1,"type":"invoke","f":"acquire","key":"k0"}`,
 		"unknown f":    `{"index":0,"time":1,"process":0,"type":"invoke","f":"cas","key":"k0"}`,
 		"unknown type": `{"index":0,"time":1,"process":0,"type":"done","f":"read","key":"k0","token":1}`,
 		"completion without invoke": `{"index":0,"time":1,"process":0,"type":"invoke","f":"acquire","key":"k0"}
@@ -92,7 +93,7 @@ func TestAnalyzeMalformedHistoryNamesTheLine(t *testing.T) {
 		"time backwards": `{"index":0,"time":5,"process":0,"type":"invoke","f":"acquire","key":"k0"}
 {"index":1,"time":2,"process":0,"type":"ok","f":"acquire","key":"k0","token":1}`,
 	}
-	wantLine := map[string]string{"truncated": "line 2", "unknown f": "line 1", "unknown type": "line 1",
+	wantLine := map[string]string{"truncated mid-file": "line 2", "unknown f": "line 1", "unknown type": "line 1",
 		"completion without invoke": "line 2", "duplicate index": "line 2", "time backwards": "line 2"}
 	for name, body := range cases {
 		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".jsonl")

@@ -45,11 +45,11 @@ kept from the old results.json when there is one. It exits like the run did:
 				var pe *history.ParseError
 				switch {
 				case errors.As(err, &pe):
-					return usageErr("%s: %v", filepath.Join(dir, "history.jsonl"), err)
+					return historyErr(filepath.Join(dir, "history.jsonl"), err)
 				case errors.Is(err, fs.ErrNotExist):
-					return usageErr("%s is not a run directory: %v", dir, err)
+					return dataErr("%s is not a run directory (it has no history.jsonl; e.g. check report store/latest)", dir)
 				}
-				return usageErr("%v", err)
+				return dataErr("%v", err)
 			}
 			sig, stop := signals()
 			defer stop()
@@ -59,6 +59,12 @@ kept from the old results.json when there is one. It exits like the run did:
 			// As the harness does: a run that did not complete, or did not
 			// finish its workload or its final reads, is not valid.
 			run.Result = harness.Settle(run.Result, run.Incomplete, run.Error, false)
+			if len(run.Events) == 0 && run.HistoryNote == "" {
+				run.Result.Explanation = filepath.Join(dir, "history.jsonl") + " is empty: no events were recorded"
+				if run.Error != "" {
+					run.Result.Explanation += "; the run did not complete: " + run.Error
+				}
+			}
 			if err := reports.WriteAll(run); err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}
@@ -73,6 +79,6 @@ kept from the old results.json when there is one. It exits like the run did:
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML (one test case per key) to this file")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

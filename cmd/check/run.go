@@ -60,6 +60,8 @@ at the newest.`,
 			if testCount < 1 || testCount > maxTestCount {
 				return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
 			}
+			cfg.Given = map[string]bool{}
+			cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
 			if !cmd.Flags().Changed("seed") {
 				cfg.Seed = rand.Int64N(1 << 40)
 			}
@@ -100,13 +102,13 @@ at the newest.`,
 	f.BoolVar(&keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar(&cfg.Cluster, "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
-	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes (docker clusters): 3 or 5")
+	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes of etcd and zookeeper: 3 or 5 (the other backends' count is fixed)")
 	f.StringVar(&cfg.ServerVersion, "server-version", "", "server build where there are several (etcd: 3.6 or 3.4)")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease length")
 	f.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "time a holder spends in its critical section between read and write")
 	f.DurationVar(&cfg.Hold, "hold", 0, "add a uniformly random time in [0, hold] to --work in each critical section (e.g. 500ms)")
-	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts (default 2 × lease-ttl)")
+	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts, and the least time any other fault is held (default 2 × lease-ttl)")
 	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 2*time.Second, "rest between a heal and the next fault (with jitter)")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the linearizability search; past it the verdict is unknown")
@@ -116,8 +118,8 @@ at the newest.`,
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
-	f.StringVar(&cfg.Name, "name", "", "the test's name in the store (default: backend-recipe-storage[-fencing]-nemesis, e.g. memory-lease-fenced-none-pause)")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	f.StringVar(&cfg.Name, "name", "", "the test's name in the store, one directory name (default: backend-recipe-storage[-fencing]-nemesis, e.g. memory-lease-fenced-none-pause)")
+	cmd.SetFlagErrorFunc(flagError)
 	cmd.SetVersionTemplate("check {{.Version}}\n")
 	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
 	cmd.AddCommand(newReportCmd())

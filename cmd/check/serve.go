@@ -43,7 +43,7 @@ inside the store are served. Ctrl-C stops it.`,
 	}
 	cmd.Flags().StringVar(&store, "store", "store", "the store directory to serve")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "loopback address and port to listen on")
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
+	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }
 
