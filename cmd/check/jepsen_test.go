@@ -67,7 +67,7 @@ func TestTestCountStopsAtTheFirstInvalidRun(t *testing.T) {
 // client count, and the rerun command of each run is a single test.
 func TestTestCountKeepGoingAndConcurrency(t *testing.T) {
 	store := t.TempDir()
-	args := append(quick(store), "--fencing", "none", "--nemesis", "pause-holder", "--seed", "70", "--test-count", "3", "--keep-going", "--concurrency", "2n", "--nodes", "3")
+	args := append(quick(store), "--fencing", "none", "--nemesis", "pause-holder", "--seed", "70", "--test-count", "3", "--keep-going", "--concurrency", "2n")
 	code, out, stderr := runCLI(t, args...)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, stderr)
