@@ -62,15 +62,17 @@ func Scan(r io.Reader, fn func(Event) error) error {
 			continue
 		}
 		var e Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
-			msg := err.Error()
-			var se *json.SyntaxError
-			if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-				msg = "not a complete JSON object (truncated or malformed): " + msg
+		if !decodeFast(b, &e) {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&e); err != nil {
+				msg := err.Error()
+				var se *json.SyntaxError
+				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+					msg = "not a complete JSON object (truncated or malformed): " + msg
+				}
+				return &ParseError{line, msg}
 			}
-			return &ParseError{line, msg}
 		}
 		if err := v.Check(e); err != nil {
 			return &ParseError{line, err.Error()}
