@@ -117,6 +117,9 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	if b.CheckTimeout != 0 {
 		base.CheckTimeout = b.CheckTimeout
 	}
+	if b.CheckMemory != 0 {
+		base.CheckMemory = b.CheckMemory
+	}
 	if b.Nodes != 0 {
 		base.Nodes = b.Nodes
 	}

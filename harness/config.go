@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/redis"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Config is one test, as the flags describe it.
@@ -42,6 +43,8 @@ type Config struct {
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
 	CheckTimeout    time.Duration
+	// CheckMemory bounds the check's heap in bytes (0: DefaultCheckMemory).
+	CheckMemory int64
 
 	// Command is the command line that started the run, for the report.
 	Command string
@@ -176,6 +179,9 @@ func (c *Config) Defaults() {
 	if c.PauseDuration == 0 {
 		c.PauseDuration = 2 * c.LeaseTTL
 	}
+	if c.CheckMemory == 0 {
+		c.CheckMemory = DefaultCheckMemory()
+	}
 	if c.OpTimeout == 0 {
 		// Longer than any pause the nemesis injects, so a paused client's
 		// op finishes for real (ok or fail) when it resumes, not as info.
@@ -270,6 +276,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckTimeout < time.Second {
 		return usage("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
+	}
+	if c.CheckMemory < MinCheckMemory {
+		return usage("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", models.FormatBytes(c.CheckMemory), models.FormatBytes(MinCheckMemory))
 	}
 	if c.Store == "" {
 		return usage("store", "must name a directory")

@@ -249,7 +249,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	logf("checking %d ops", len(ops))
 	con.Status(fmt.Sprintf("checking %d ops against the fenced-storage model…", len(ops)))
 	checkStart := time.Now()
-	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout})
+	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
 	checkTime := time.Since(checkStart)
 	if sig.Abort.Err() != nil && out.Result.Verdict != models.Invalid {
 		// A violation already found stands; anything else is unknown.
@@ -440,7 +440,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "cluster", Value: cfg.Cluster}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
-		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "redis-persistence", Value: cfg.RedisPersistence}, {Name: "seed", Value: fmt.Sprint(cfg.Seed)},
+		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: models.FormatBytes(cfg.CheckMemory)}, {Name: "redis-persistence", Value: cfg.RedisPersistence}, {Name: "seed", Value: fmt.Sprint(cfg.Seed)},
 	}
 	for _, k := range sortedKeys(info) {
 		p = append(p, reports.Param{Name: k, Value: info[k]})

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,17 +9,22 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )
 
 func newAnalyzeCmd() *cobra.Command {
 	var timeout time.Duration
+	var memory int64
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
 		Short: "Re-check a saved history (history.jsonl) without re-running anything",
+		Long: `analyze checks a saved history against the fenced-storage model as it reads
+it, key by key, holding only the ops in flight: a history of any length is
+checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
+2 unknown (the check timed out, reached --check-memory or was interrupted),
+254 when the history is malformed.`,
 		Example: `  check analyze store/latest/history.jsonl
-  check analyze --check-timeout 10m big-history.jsonl`,
+  check analyze --check-timeout 10m --check-memory 4GiB big-history.jsonl`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("analyze takes one history file (e.g. store/latest/history.jsonl), got %d arguments", len(args))
@@ -32,24 +36,28 @@ func newAnalyzeCmd() *cobra.Command {
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				path = filepath.Join(path, "history.jsonl")
 			}
-			events, err := history.ParseFile(path)
+			f, err := os.Open(path)
 			if err != nil {
-				var pe *history.ParseError
-				if errors.As(err, &pe) {
-					return usageErr("%s: %v", path, err)
-				}
 				return usageErr("%v", err)
 			}
-			ops, _ := history.Pair(events)
+			defer f.Close()
 			sig, stop := signals()
 			defer stop()
-			start := time.Now()
-			res := models.Check(sig.Stop, ops, models.Options{Timeout: timeout})
 			out := cmd.OutOrStdout()
-			for _, k := range res.Keys {
-				fmt.Fprintf(out, "key %-6s %-8s (%d ops, %d ms)\n", k.Key, k.Verdict, k.Ops, k.CheckMillis)
+			start := time.Now()
+			res, read, err := models.CheckReader(sig.Stop, f, models.Options{Timeout: timeout, MemoryLimit: memory,
+				OnViolation: func(k models.KeyResult) {
+					fmt.Fprintf(out, "key %s: violation found after %s: %s\n", k.Key, time.Since(start).Round(time.Millisecond), k.Explanation)
+				}})
+			if err != nil {
+				// A malformed history (*history.ParseError names the line)
+				// or one that cannot be read.
+				return usageErr("%s: %v", path, err)
 			}
-			fmt.Fprintf(out, "%s: %d events checked in %s\n", path, len(events), time.Since(start).Round(time.Millisecond))
+			for _, k := range res.Keys {
+				fmt.Fprintf(out, "key %-6s %-8s (%d ops)\n", k.Key, k.Verdict, k.Ops)
+			}
+			fmt.Fprintf(out, "%s: %d events checked in %s\n", path, read.Events, time.Since(start).Round(time.Millisecond))
 			switch res.Verdict {
 			case models.Valid:
 				fmt.Fprintln(out, "VALID")
@@ -59,7 +67,8 @@ func newAnalyzeCmd() *cobra.Command {
 			return &exitError{harness.ExitCode(res.Verdict), fmt.Errorf("")}
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
+	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
+	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr("%v", err) })
 	return cmd
 }

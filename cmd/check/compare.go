@@ -101,6 +101,7 @@ on bad arguments.`,
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
+	addCheckMemoryFlag(f, &spec.Base.CheckMemory)
 	for _, h := range []string{"lease-ttl", "nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)
 	}
