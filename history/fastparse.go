@@ -1,6 +1,9 @@
 package history
 
-import "strconv"
+import (
+	"encoding/json"
+	"strconv"
+)
 
 // decodeFast reads the common shape of an event line — one flat object of
 // the documented fields, lower-case keys once each, plain integers, ASCII
@@ -188,4 +191,67 @@ func (p *fastParser) int() (int64, bool) {
 	}
 	v, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
 	return v, err == nil
+}
+
+// AppendJSON appends the event's line (without the newline) to b: the
+// same bytes as json.Marshal writes, several times faster for the common
+// client event; anything else goes through json.Marshal.
+func (e Event) AppendJSON(b []byte) ([]byte, error) {
+	if e.IsNemesis() || !plain(string(e.Type)) || !plain(e.F) || !plain(e.Key) || !plain(e.Error) {
+		m, err := json.Marshal(e)
+		return append(b, m...), err
+	}
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, e.Index, 10)
+	b = append(b, `,"time":`...)
+	b = strconv.AppendInt(b, e.Time, 10)
+	b = append(b, `,"process":`...)
+	b = strconv.AppendInt(b, int64(e.Process), 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.Type...)
+	b = append(b, `","f":"`...)
+	b = append(b, e.F...)
+	b = append(b, '"')
+	if e.Key != "" {
+		b = append(b, `,"key":"`...)
+		b = append(b, e.Key...)
+		b = append(b, '"')
+	}
+	if e.Token != 0 || e.F == Read || e.F == Write || (e.F == Acquire && e.Type == OK) {
+		b = append(b, `,"token":`...)
+		b = strconv.AppendUint(b, e.Token, 10)
+	}
+	if e.Prev != nil {
+		b = append(b, `,"prev":`...)
+		b = strconv.AppendInt(b, *e.Prev, 10)
+	}
+	if e.Value != nil {
+		b = append(b, `,"value":`...)
+		b = strconv.AppendInt(b, *e.Value, 10)
+	}
+	if e.Error != "" {
+		b = append(b, `,"error":"`...)
+		b = append(b, e.Error...)
+		b = append(b, '"')
+	}
+	if e.Call != 0 {
+		b = append(b, `,"call":`...)
+		b = strconv.AppendInt(b, e.Call, 10)
+	}
+	if e.Return != 0 {
+		b = append(b, `,"return":`...)
+		b = strconv.AppendInt(b, e.Return, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// plain reports whether json.Marshal writes s as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }

@@ -49,6 +49,9 @@ func TestFastDecodeAgreesWithEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if a, err := e.AppendJSON(nil); err != nil || !bytes.Equal(a, b) {
+			t.Fatalf("AppendJSON wrote %s (%v), json.Marshal %s", a, err, b)
+		}
 		if agree(t, b) {
 			fast++
 		}

@@ -117,6 +117,38 @@ func (c *sconfig) key() ckey {
 	return k
 }
 
+// keySet is a set of configuration keys: a list while small (the common
+// case), a map beyond.
+type keySet struct {
+	list []ckey
+	m    map[ckey]bool
+}
+
+// insert adds k and reports whether it was new.
+func (s *keySet) insert(k ckey) bool {
+	if s.m != nil {
+		if s.m[k] {
+			return false
+		}
+		s.m[k] = true
+		return true
+	}
+	for _, x := range s.list {
+		if x == k {
+			return false
+		}
+	}
+	s.list = append(s.list, k)
+	if len(s.list) > 16 {
+		s.m = map[ckey]bool{}
+		for _, x := range s.list {
+			s.m[x] = true
+		}
+		s.list = nil
+	}
+	return true
+}
+
 func hasID(ids []int32, id int32) bool {
 	_, ok := slices.BinarySearch(ids, id)
 	return ok
@@ -270,6 +302,32 @@ func (k *keyCheck) done() bool { return (k.storageBad && k.grantBad) || k.err !=
 // advance decides every point earlier than the safe times: no op still
 // pending can have a call or return before them. all decides every point.
 func (k *keyCheck) advance(safeStorage, safeGrants int64, all bool) {
+	if all {
+		// Every point is known: a sorted slice is a heap already in
+		// order, and walking it is cheaper than popping it.
+		sort.Sort(k.grantPs)
+		for _, p := range k.grantPs {
+			if !k.grantBad && k.err == nil {
+				k.grantPoint(p)
+			}
+		}
+		k.grantPs = nil
+		sort.Sort(k.storage)
+		for i, p := range k.storage {
+			k.storage[i] = point{}
+			if k.storageBad || k.err != nil {
+				continue
+			}
+			if p.ret {
+				k.ret(p.op)
+			} else {
+				k.call(p.op)
+			}
+			k.poll()
+		}
+		k.storage = nil
+		return
+	}
 	for len(k.grantPs) > 0 && (all || k.grantPs[0].t < safeGrants) {
 		p := heap.Pop(&k.grantPs).(point)
 		if !k.grantBad && k.err == nil {
@@ -369,6 +427,16 @@ func (k *keyCheck) keep(o *history.Op) {
 func (k *keyCheck) call(o *history.Op) {
 	k.keep(o)
 	if o.Type == history.Info {
+		live := false
+		for i := range k.configs {
+			if !dead(k.configs[i].t.reg, o) {
+				live = true
+				break
+			}
+		}
+		if !live {
+			return // refused in every configuration from now on
+		}
 		id := k.nextID
 		k.nextID++
 		k.unknown[id] = o
@@ -423,12 +491,9 @@ func (k *keyCheck) ret(o *history.Op) {
 		}
 		k.steps++
 	} else {
-		seen := map[ckey]bool{}
-		nextSeen := map[ckey]bool{}
+		var seen, nextSeen keySet
 		add := func(c sconfig) {
-			key := c.key()
-			if !nextSeen[key] {
-				nextSeen[key] = true
+			if nextSeen.insert(c.key()) {
 				next = append(next, c)
 			}
 		}
@@ -438,7 +503,7 @@ func (k *keyCheck) ret(o *history.Op) {
 				add(c)
 				continue
 			}
-			k.explore(c, o, s, seen, add)
+			k.explore(c, o, s, &seen, add)
 		}
 	}
 	k.inFlight[s] = nil
@@ -460,7 +525,7 @@ func (k *keyCheck) ret(o *history.Op) {
 // explore places o after any sequence of the other ops in flight and of
 // the unknown ops that may take effect, from c, and adds every
 // configuration that results.
-func (k *keyCheck) explore(c sconfig, o *history.Op, s int, seen map[ckey]bool, add func(sconfig)) {
+func (k *keyCheck) explore(c sconfig, o *history.Op, s int, seen *keySet, add func(sconfig)) {
 	stack := []sconfig{c}
 	var buf [2]reg
 	for len(stack) > 0 && k.err == nil {
@@ -472,9 +537,7 @@ func (k *keyCheck) explore(c sconfig, o *history.Op, s int, seen map[ckey]bool, 
 			add(sconfig{t: retrace(x.t, r, o), lin: x.lin, fired: x.fired})
 		}
 		push := func(y sconfig) {
-			key := y.key()
-			if !seen[key] {
-				seen[key] = true
+			if seen.insert(y.key()) {
 				stack = append(stack, y)
 			}
 		}
@@ -521,6 +584,13 @@ func (k *keyCheck) compact() {
 			}
 			heap.Pop(&k.byToken)
 			k.forget(u.id)
+		}
+		// Unknown reads die as soon as a fence reaches their token.
+		for _, id := range slices.Clone(k.reads) {
+			u := k.unknown[id]
+			if u != nil && dead(reg{fence: minFence}, u) {
+				k.forget(id)
+			}
 		}
 		// Took effect, or can no longer, in every configuration. With few
 		// unknown ops every one is looked at; with many (a recipe without

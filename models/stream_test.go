@@ -238,9 +238,9 @@ func TestCancelledCheckEndsPromptlyAndLeavesNothingRunning(t *testing.T) {
 
 	// The whole-key search, cancelled in the middle, returns only when
 	// porcupine has stopped.
-	ops := Synthetic{Seed: 1, Ops: 40000, Keys: 1, Clients: 5, Fenced: true}.Generate()
+	ops := Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	ctx, cancel = context.WithCancel(context.Background())
-	time.AfterFunc(200*time.Millisecond, cancel)
+	time.AfterFunc(30*time.Millisecond, cancel)
 	start := time.Now()
 	r = CheckWhole(ctx, ops, Options{VisualizeMaxOps: 1})
 	if r.Verdict != Unknown {
