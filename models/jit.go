@@ -558,7 +558,15 @@ func (k *keyCheck) explore(c sconfig, o *history.Op, s int, seen *keySet, add fu
 				push(sconfig{t: retrace(x.t, r, u), lin: x.lin, fired: withID(x.fired, id)})
 			}
 		}
-		for _, id := range k.byPrev[x.t.value] {
+		bucket := k.byPrev[x.t.value]
+		for j, id := range bucket {
+			// Unknown writes alike (same value, same token) are
+			// interchangeable once called: let only the first of them
+			// not yet taken take effect, or the configurations multiply
+			// with every choice of which.
+			if alikeBefore(k.unknown, x.fired, bucket[:j], k.unknown[id]) {
+				continue
+			}
 			try(id)
 		}
 		for _, id := range k.reads {
@@ -663,6 +671,21 @@ func (k *keyCheck) forget(id int32) {
 			}
 		}
 	}
+}
+
+// alikeBefore reports whether one of ids, not in fired, is an unknown
+// write with the same effect as u.
+func alikeBefore(unknown map[int32]*history.Op, fired []int32, ids []int32, u *history.Op) bool {
+	if u == nil {
+		return false
+	}
+	for _, id := range ids {
+		w := unknown[id]
+		if w != nil && !hasID(fired, id) && w.Token == u.Token && w.Value != nil && u.Value != nil && *w.Value == *u.Value {
+			return true
+		}
+	}
+	return false
 }
 
 // dominant drops duplicate configurations and those another covers: of
