@@ -40,6 +40,9 @@ type CompareSpec struct {
 	// Base holds the rest of every run's Config (clients, lease, ...);
 	// zero fields take DefaultCompareBase's.
 	Base Config
+	// FullTime runs every cell for its whole time limit; otherwise a run
+	// ends its workload at its first violation (StopOnViolation).
+	FullTime bool
 }
 
 // ComparePresets are the accepted --preset values.
@@ -120,6 +123,7 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	if b.CheckMemory != 0 {
 		base.CheckMemory = b.CheckMemory
 	}
+	base.StopOnViolation = !spec.FullTime
 	if b.Nodes != 0 {
 		base.Nodes = b.Nodes
 	}

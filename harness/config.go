@@ -45,6 +45,10 @@ type Config struct {
 	CheckTimeout    time.Duration
 	// CheckMemory bounds the check's heap in bytes (0: DefaultCheckMemory).
 	CheckMemory int64
+	// StopOnViolation ends the workload as soon as the live check finds a
+	// violation (then heal, final reads, check, report, as at the time
+	// limit).
+	StopOnViolation bool
 
 	// Command is the command line that started the run, for the report.
 	Command string
@@ -72,6 +76,8 @@ type Config struct {
 	// final reads, teardown, check, report. Tests use it to interrupt a
 	// run exactly there; the CLI never sets it.
 	phaseHook func(phase string)
+	// live is the check that runs with the workload (live.go).
+	live *liveCheck
 }
 
 // phase marks the start of a phase of Run.

@@ -209,7 +209,9 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	} else {
 		// The history's time zero is the start of the workload.
 		rec = history.NewRecorder(histFile)
+		cfg.live = startLive(&cfg, rec, logf)
 		out.Interrupted, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
+		cfg.live.wait()
 		cfg.phase("teardown")
 		if err := sys.Close(context.Background()); err != nil {
 			fail(fmt.Errorf("tearing down: %w", err))
@@ -334,6 +336,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	cfg.phase("workload")
 	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
 	defer cancelRun()
+	cfg.live.onEnd(cancelRun)
 	nemDone := make(chan error, 1)
 	go func() { nemDone <- sched.Run(runCtx) }()
 	logf("workload: %d clients, %d keys, %s", cfg.Clients, cfg.Keys, cfg.TimeLimit)

@@ -96,6 +96,7 @@ on bad arguments.`,
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.StringVar(&store, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
+	f.BoolVar(&spec.FullTime, "full-time", false, "run every cell for its whole time limit (default: a run ends its workload at its first violation)")
 	// For short runs in tests and by hand; the defaults are the root command's.
 	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", 0, "lease length (default 2s)")
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")

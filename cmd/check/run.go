@@ -79,6 +79,7 @@ at the newest.`,
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
 	addCheckMemoryFlag(f, &cfg.CheckMemory)
+	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory for the runs' results")
 	f.StringVar(&cfg.RedisPersistence, "redis-persistence", "", "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always")
