@@ -412,6 +412,11 @@ func compareRun(cfg Config, root string, out *Outcome, runErr error, took time.D
 				s := t.Seconds()
 				r.FirstViolationS = &s
 			}
+			if cfg.StopOnViolation && len(events) > 0 {
+				// The workload ended at the violation: rates are per
+				// second of what was run, not of the time limit.
+				r.TimeLimitS = min(r.TimeLimitS, time.Duration(events[len(events)-1].Time).Seconds())
+			}
 		}
 	}
 	return r
