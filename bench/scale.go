@@ -149,12 +149,19 @@ func checkFileRow(name, path, which string, ops int, memory int64, goal time.Dur
 		r.value, r.pass, r.note = -1, false, "failed: "+err.Error()
 		return r
 	}
-	var maxRSS int64
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+	// The child prints: peak-bytes seconds verdict explanation... Its
+	// own peak (VmHWM), since the rusage of a child starts from its
+	// parent's high-water mark at the fork.
+	f := strings.SplitN(strings.TrimSpace(string(out)), " ", 4)
+	if len(f) < 3 {
+		r.value, r.pass, r.note = -1, false, "failed: "+string(out)
+		return r
+	}
+	maxRSS, _ := strconv.ParseInt(f[0], 10, 64)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && maxRSS == 0 {
 		maxRSS = ru.Maxrss * 1024
 	}
-	// The child prints: seconds verdict explanation...
-	f := strings.SplitN(strings.TrimSpace(string(out)), " ", 3)
+	f = f[1:]
 	secs, _ := strconv.ParseFloat(f[0], 64)
 	verdict := f[1]
 	r.value = secs
@@ -181,26 +188,43 @@ func checkFileChild(path, which string, memory int64) {
 	case "new":
 		f, err := os.Open(path)
 		if err != nil {
-			fmt.Println("0 failed", err)
+			fmt.Println("0 0 failed", err)
 			return
 		}
 		res, _, err = models.CheckReader(context.Background(), f, opts)
 		f.Close()
 		if err != nil {
-			fmt.Println("0 failed", err)
+			fmt.Println("0 0 failed", err)
 			return
 		}
 	default:
 		events, err := history.ParseFile(path)
 		if err != nil {
-			fmt.Println("0 failed", err)
+			fmt.Println("0 0 failed", err)
 			return
 		}
 		ops, _ := history.Pair(events)
 		events = nil
 		res = models.CheckWhole(context.Background(), ops, opts)
 	}
-	fmt.Printf("%.3f %s %s\n", time.Since(start).Seconds(), res.Verdict, res.Explanation)
+	fmt.Printf("%d %.3f %s %s\n", peakRSS(), time.Since(start).Seconds(), res.Verdict, res.Explanation)
+}
+
+// peakRSS is this process's own peak resident memory (VmHWM), 0 when
+// unknown.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "VmHWM:" {
+			kb, _ := strconv.ParseInt(f[1], 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // memAvailable reads MemAvailable from /proc/meminfo (0 when it cannot).
