@@ -117,7 +117,12 @@ func splitList(s string) []string {
 func commandLine(cmd *cobra.Command, seed int64) string {
 	parts := []string{"check"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
-		if f.Name != "seed" {
+		switch {
+		case f.Name == "seed":
+		case f.Value.Type() == "bool":
+			// "--flag true" would read "true" as an argument.
+			parts = append(parts, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
+		default:
 			parts = append(parts, fmt.Sprintf("--%s %s", f.Name, f.Value.String()))
 		}
 	})
