@@ -48,7 +48,7 @@ var checkerCases = []checkerCase{
 // bounded by the first admitted op with a higher token; a recipe without
 // tokens gives no such bound, so each unknown op stays concurrent with every
 // later op and the search may place it anywhere after its call.
-const infoCost = "without tokens an unknown op stays open to the end: the search may grow with ops × open unknown ops"
+const infoCost = "without tokens an unknown write stays open to the end: it costs where the storage holds the value it would replace"
 
 // runCheckerCase checks one case in a child process, so its peak memory
 // is its own, and returns the rows.

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,7 +30,7 @@ func main() {
 	checkerCase := flag.Int("checker-case", -1, "internal: check one synthetic case and print its numbers")
 	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
-	only := flag.String("only", "", "run only the rows whose group contains this word (checker, harness, detection, docker, long)")
+	only := flag.String("only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, long); scale runs only when asked for")
 	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	longSamples := flag.String("long-samples", "", "write the long run's memory samples to this file (tab-separated)")
@@ -40,6 +41,10 @@ func main() {
 	stressDiskFiles := flag.Int("stress-disk-files", 4, "files the stress group's disk writer rotates through")
 	stressDiskMiB := flag.Int("stress-disk-mib", 256, "MiB per file of the disk writer")
 	hold := flag.Duration("hold", time.Second, "detection rows: also a random pause with this --hold (0: no such row)")
+	checkFile := flag.String("check-file", "", "internal: check this history file and print its numbers")
+	checkPath := flag.String("check-path", "new", "internal: with --check-file, new (streaming) or old (whole-key search)")
+	checkMemory := flag.Int64("check-memory-bytes", 4<<30, "internal: with --check-file, the check's memory bound")
+	scaleSizes := flag.String("scale-sizes", "100k,1M,10M", "op counts of the scale group's histories (comma list; k and M allowed)")
 	flag.Parse()
 	if *checkerCase >= 0 {
 		checkerChild(*checkerCase)
@@ -71,6 +76,10 @@ func main() {
 		}
 		return
 	}
+	if *checkFile != "" {
+		checkFileChild(*checkFile, *checkPath, *checkMemory)
+		return
+	}
 	var rows []row
 	want := func(group string) bool { return *only == "" || strings.Contains(group, *only) }
 	if want("checker") {
@@ -78,6 +87,26 @@ func main() {
 			rows = append(rows, runCheckerCase(i)...)
 			fmt.Fprintf(os.Stderr, "bench: %s done\n", checkerCases[i].name)
 		}
+	}
+	if *only != "" && want("scale") {
+		var sizes []int
+		for _, f := range strings.Split(*scaleSizes, ",") {
+			f = strings.TrimSpace(f)
+			mult := 1
+			switch {
+			case strings.HasSuffix(f, "M"):
+				mult, f = 1_000_000, strings.TrimSuffix(f, "M")
+			case strings.HasSuffix(f, "k"):
+				mult, f = 1000, strings.TrimSuffix(f, "k")
+			}
+			n, err := strconv.Atoi(f)
+			if err != nil || n <= 0 {
+				fmt.Fprintf(os.Stderr, "bench: --scale-sizes: %q is not an op count (e.g. 100k,1M,10M)\n", f)
+				os.Exit(254)
+			}
+			sizes = append(sizes, n*mult)
+		}
+		rows = append(rows, scaleRows(sizes, 4<<30)...)
 	}
 	if want("harness") {
 		rows = append(rows, harnessRows()...)

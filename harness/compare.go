@@ -40,6 +40,9 @@ type CompareSpec struct {
 	// Base holds the rest of every run's Config (clients, lease, ...);
 	// zero fields take DefaultCompareBase's.
 	Base Config
+	// FullTime runs every cell for its whole time limit; otherwise a run
+	// ends its workload at its first violation (StopOnViolation).
+	FullTime bool
 }
 
 // ComparePresets are the accepted --preset values.
@@ -143,6 +146,10 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	if b.CheckTimeout != 0 {
 		base.CheckTimeout = b.CheckTimeout
 	}
+	if b.CheckMemory != 0 {
+		base.CheckMemory = b.CheckMemory
+	}
+	base.StopOnViolation = !spec.FullTime
 	if b.Nodes != 0 {
 		base.Nodes = b.Nodes
 	}
@@ -443,6 +450,11 @@ func compareRun(cfg Config, root string, out *Outcome, runErr error, took time.D
 			if t, ok := FirstViolation(out.Result, ops); ok {
 				s := t.Seconds()
 				r.FirstViolationS = &s
+			}
+			if cfg.StopOnViolation && len(events) > 0 {
+				// The workload ended at the violation: rates are per
+				// second of what was run, not of the time limit.
+				r.TimeLimitS = min(r.TimeLimitS, time.Duration(events[len(events)-1].Time).Seconds())
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/redis"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Config is one test, as the flags describe it.
@@ -46,6 +47,12 @@ type Config struct {
 	// section: a critical section that takes time, which is where a
 	// random pause can land.
 	Hold time.Duration
+	// CheckMemory bounds the check's heap in bytes (0: DefaultCheckMemory).
+	CheckMemory int64
+	// StopOnViolation ends the workload as soon as the live check finds a
+	// violation (then heal, final reads, check, report, as at the time
+	// limit).
+	StopOnViolation bool
 
 	// Command is the command line that started the run, for the report.
 	Command string
@@ -78,6 +85,8 @@ type Config struct {
 	// final reads, teardown, check, report. Tests use it to interrupt a
 	// run exactly there; the CLI never sets it.
 	phaseHook func(phase string)
+	// live is the check that runs with the workload (live.go).
+	live *liveCheck
 }
 
 // phase marks the start of a phase of Run.
@@ -186,6 +195,9 @@ func (c *Config) Defaults() {
 	if c.PauseDuration == 0 && !c.Given["pause-duration"] {
 		c.PauseDuration = 2 * c.LeaseTTL
 	}
+	if c.CheckMemory == 0 {
+		c.CheckMemory = DefaultCheckMemory()
+	}
 	if c.OpTimeout == 0 {
 		// Longer than any pause the nemesis injects, so a paused client's
 		// op finishes for real (ok or fail) when it resumes, not as info.
@@ -289,6 +301,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckTimeout < time.Second {
 		return usage("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
+	}
+	if c.CheckMemory < MinCheckMemory {
+		return usage("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", models.FormatBytes(c.CheckMemory), models.FormatBytes(MinCheckMemory))
 	}
 	if c.Store == "" {
 		return usage("store", "must name a directory")

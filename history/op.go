@@ -68,8 +68,7 @@ func Pair(events []Event) (ops []Op, faults []Fault) {
 			continue
 		}
 		if e.Type == Invoke {
-			ops = append(ops, Op{Process: e.Process, F: e.F, Key: e.Key, Token: e.Token, Prev: e.Prev, Value: e.Value,
-				Type: Info, Call: e.Time, Return: math.MaxInt64, InvokeIndex: e.Index, CompleteIndex: -1})
+			ops = append(ops, invokeOp(e))
 			pending[e.Process] = len(ops) - 1
 			continue
 		}
@@ -78,27 +77,37 @@ func Pair(events []Event) (ops []Op, faults []Fault) {
 			continue
 		}
 		delete(pending, e.Process)
-		o := &ops[i]
-		o.Type = e.Type
-		o.Error = e.Error
-		o.CompleteIndex = e.Index
-		o.Return = e.Time
-		o.Done = e.Time
-		if e.Call != 0 {
-			o.Call = max(o.Call, e.Call)
-		}
-		if e.Return != 0 {
-			o.Return = max(e.Return, o.Call)
-		}
-		if e.Type == Info {
-			o.Return = math.MaxInt64
-		}
-		if e.F == Acquire && e.Type == OK {
-			o.Token = e.Token
-		}
-		if e.F == Read && e.Type == OK {
-			o.Value = e.Value
-		}
+		completeOp(&ops[i], e)
 	}
 	return ops, faults
+}
+
+// invokeOp is the op an invoke starts: unknown until its completion.
+func invokeOp(e Event) Op {
+	return Op{Process: e.Process, F: e.F, Key: e.Key, Token: e.Token, Prev: e.Prev, Value: e.Value,
+		Type: Info, Call: e.Time, Return: math.MaxInt64, InvokeIndex: e.Index, CompleteIndex: -1}
+}
+
+// completeOp fills in what the completion e tells about o.
+func completeOp(o *Op, e Event) {
+	o.Type = e.Type
+	o.Error = e.Error
+	o.CompleteIndex = e.Index
+	o.Return = e.Time
+	o.Done = e.Time
+	if e.Call != 0 {
+		o.Call = max(o.Call, e.Call)
+	}
+	if e.Return != 0 {
+		o.Return = max(e.Return, o.Call)
+	}
+	if e.Type == Info {
+		o.Return = math.MaxInt64
+	}
+	if e.F == Acquire && e.Type == OK {
+		o.Token = e.Token
+	}
+	if e.F == Read && e.Type == OK {
+		o.Value = e.Value
+	}
 }

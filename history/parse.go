@@ -78,12 +78,22 @@ func (h *History) Note() string {
 // complete lines before it are checked as usual. A malformed line with
 // complete lines after it was not cut by a crash and is an error.
 func Load(r io.Reader) (*History, error) {
-	h := &History{}
-	var err error
-	h.Lines, h.Dropped, err = scan(r, true, func(e Event) error {
-		h.Events = append(h.Events, e)
+	var events []Event
+	h, err := LoadEach(r, func(e Event) error {
+		events = append(events, e)
 		return nil
 	})
+	h.Events = events
+	return h, err
+}
+
+// LoadEach is Load that hands each event to fn as it is read instead of
+// keeping it (History.Events stays empty), so a caller can stream a large
+// history that a kill may have cut.
+func LoadEach(r io.Reader, fn func(Event) error) (*History, error) {
+	h := &History{}
+	var err error
+	h.Lines, h.Dropped, err = scan(r, true, fn)
 	return h, err
 }
 
@@ -123,18 +133,20 @@ func scan(r io.Reader, lenient bool, fn func(Event) error) (lines, dropped int, 
 			return lines, 0, cut
 		}
 		var e Event
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&e); err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
-				cut = &ParseError{line, "not a complete JSON object (truncated or malformed): " + err.Error()}
-				if !lenient {
-					return lines, 0, cut
+		if !decodeFast(b, &e) {
+			dec := json.NewDecoder(bytes.NewReader(b))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&e); err != nil {
+				var se *json.SyntaxError
+				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
+					cut = &ParseError{line, "not a complete JSON object (truncated or malformed): " + err.Error()}
+					if !lenient {
+						return lines, 0, cut
+					}
+					continue
 				}
-				continue
+				return lines, 0, &ParseError{line, decodeMessage(err)}
 			}
-			return lines, 0, &ParseError{line, decodeMessage(err)}
 		}
 		if err := v.Check(e); err != nil {
 			return lines, 0, &ParseError{line, err.Error()}

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -64,32 +65,45 @@ type Result struct {
 
 // Options tune a check.
 type Options struct {
-	// Timeout bounds the whole search; 0 means none. Keys still unsearched
+	// Timeout bounds the whole check; 0 means none. Keys not decided
 	// when it runs out are unknown.
 	Timeout time.Duration
-	// VisualizeMaxOps: keys with more ops than this keep no data for
-	// porcupine's visualization (it would be too large to open). 0: 20,000.
+	// MemoryLimit bounds the process's heap during the check, in bytes; 0
+	// means none. The garbage collector is asked to keep under it; should
+	// the heap reach it anyway, keys not decided are unknown.
+	MemoryLimit int64
+	// VisualizeMaxOps: porcupine's visualization is kept for a key of at
+	// most this many ops, or for the window around its violation when
+	// that is at most this long (larger would be too large to open).
+	// 0: 20,000.
 	VisualizeMaxOps int
-	// Workers searching keys in parallel; 0: GOMAXPROCS.
+	// Workers checking keys in parallel (Check); 0: GOMAXPROCS.
 	Workers int
+	// OnViolation, when set, hears of each key's first violation the
+	// moment it is certain (a streaming check calls it as the history is
+	// read). The key's result is final except for its visualization.
+	OnViolation func(KeyResult)
 	// unbounded leaves unknown ops open to the end (tests compare).
 	unbounded bool
 }
 
-// Check searches every key's ops for a linearization against the fenced
-// storage model. It is pure: it reads ops and returns a result.
-func Check(ctx context.Context, ops []history.Op, opts Options) Result {
+func (opts *Options) defaults() {
 	if opts.VisualizeMaxOps == 0 {
 		opts.VisualizeMaxOps = 20000
 	}
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
-	if opts.Timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, opts.Timeout)
-		defer cancel()
-	}
+}
+
+// CheckWhole is the checker before streaming: it hands porcupine each
+// key's storage ops as one partition. Its memory grows with the square of
+// a key's op count, so it serves only to compare against Check (tests and
+// benchmarks); the verdicts are the same.
+func CheckWhole(ctx context.Context, ops []history.Op, opts Options) Result {
+	opts.defaults()
+	ctx, done := opts.bound(ctx)
+	defer done()
 	// The storage half of each key goes to porcupine; the lease half (the
 	// grants) is decided directly, see checkGrants.
 	byKey := map[string][]porcupine.Operation{}
@@ -138,6 +152,11 @@ func Check(ctx context.Context, ops []history.Op, opts Options) Result {
 	close(jobs)
 	wg.Wait()
 
+	return verdictOf(res, storageOps)
+}
+
+// verdictOf sums up the keys' verdicts.
+func verdictOf(res Result, storageOps int) Result {
 	res.Verdict = Valid
 	for _, k := range res.Keys {
 		switch {
@@ -242,44 +261,20 @@ func checkGrants(grants []*history.Op) (msg string, blamed []int64, bad bool) {
 // checkStorage searches the storage half of a key with porcupine.
 func checkStorage(ctx context.Context, key string, ops []porcupine.Operation, opts Options) KeyResult {
 	kr := KeyResult{Key: key, Ops: len(ops), model: FencedStorage()}
-	if err := ctx.Err(); err != nil {
+	if ctx.Err() != nil {
 		kr.Verdict = Unknown
-		kr.Explanation = fmt.Sprintf("key %s was not checked: %v", key, err)
+		kr.Explanation = fmt.Sprintf("key %s: %s", key, stopMessage(context.Cause(ctx)))
 		return kr
 	}
 	start := time.Now()
-	deadline, hasDeadline := ctx.Deadline()
-	var timeout time.Duration
-	if hasDeadline {
-		timeout = time.Until(deadline)
-		if timeout <= 0 {
-			kr.Verdict = Unknown
-			kr.Explanation = fmt.Sprintf("key %s was not checked: the check timed out", key)
-			return kr
-		}
-	}
 	verbose := len(ops) <= opts.VisualizeMaxOps
-	var r porcupine.CheckResult
-	var info porcupine.LinearizationInfo
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if verbose {
-			r, info = porcupine.CheckOperationsVerbose(kr.model, ops, timeout)
-		} else {
-			r = porcupine.CheckOperationsTimeout(kr.model, ops, timeout)
-		}
-	}()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		// An interrupt: porcupine stops at its own timeout; do not wait.
+	r, info, stopped := search(ctx, kr.model, ops, verbose)
+	kr.CheckMillis = time.Since(start).Milliseconds()
+	if stopped != nil {
 		kr.Verdict = Unknown
-		kr.Explanation = fmt.Sprintf("key %s: the check was interrupted", key)
-		kr.CheckMillis = time.Since(start).Milliseconds()
+		kr.Explanation = fmt.Sprintf("key %s: %s", key, stopMessage(stopped))
 		return kr
 	}
-	kr.CheckMillis = time.Since(start).Milliseconds()
 	switch r {
 	case porcupine.Ok:
 		kr.Verdict = Valid
@@ -347,4 +342,28 @@ func boundUnknownOps(ops []porcupine.Operation) {
 		}
 		ops[i].Return = max(earliest[n-1], ops[i].Call+1)
 	}
+}
+
+// search runs porcupine on ops and waits for it. When ctx ends first, the
+// model refuses every further step, so the search runs out at once
+// instead of going on in the background; stopped is then ctx's cause.
+func search(ctx context.Context, model porcupine.Model, ops []porcupine.Operation, verbose bool) (r porcupine.CheckResult, info porcupine.LinearizationInfo, stopped error) {
+	var halt atomic.Bool
+	defer context.AfterFunc(ctx, func() { halt.Store(true) })()
+	inner := model.Step
+	model.Step = func(s, in, out interface{}) (bool, interface{}) {
+		if halt.Load() {
+			return false, s
+		}
+		return inner(s, in, out)
+	}
+	if verbose {
+		r, info = porcupine.CheckOperationsVerbose(model, ops, 0)
+	} else {
+		r = porcupine.CheckOperationsTimeout(model, ops, 0)
+	}
+	if halt.Load() {
+		return porcupine.Unknown, porcupine.LinearizationInfo{}, context.Cause(ctx)
+	}
+	return r, info, nil
 }

@@ -330,8 +330,8 @@ func TestBoundingUnknownOpsKeepsTheVerdict(t *testing.T) {
 				}
 			}
 		}
-		bounded := Check(context.Background(), ops, Options{})
-		open := Check(context.Background(), ops, Options{unbounded: true})
+		bounded := CheckWhole(context.Background(), ops, Options{})
+		open := CheckWhole(context.Background(), ops, Options{unbounded: true})
 		if bounded.Verdict != open.Verdict {
 			t.Fatalf("seed %d: bounded %s, open-ended %s (%s)", seed, bounded.Verdict, open.Verdict, open.Explanation)
 		}

@@ -74,6 +74,16 @@ type simClient struct {
 
 // Generate runs the simulation and returns the history's ops.
 func (s Synthetic) Generate() []history.Op {
+	var events []history.Event
+	s.Events(func(e history.Event) error { events = append(events, e); return nil })
+	out, _ := history.Pair(events)
+	return out
+}
+
+// Events runs the simulation and hands each event to fn as it happens, in
+// the history's order, so a history of any length can be written without
+// holding it. It stops at fn's first error and returns it.
+func (s Synthetic) Events(fn func(history.Event) error) error {
 	const (
 		ms  = int64(1e6)
 		ttl = 2000 * ms
@@ -96,8 +106,19 @@ func (s Synthetic) Generate() []history.Op {
 		clients[c].process = c
 		schedule(int64(rng.IntN(5))*ms, c)
 	}
-	var events []history.Event
-	record := func(e history.Event) { e.Index = int64(len(events)); events = append(events, e) }
+	var index int64
+	var err error
+	record := func(e history.Event) {
+		if err != nil {
+			return
+		}
+		e.Index = index
+		index++
+		if s.NoTokens {
+			e.Token = 0
+		}
+		err = fn(e)
+	}
 	lat := func() int64 { return ms/2 + rng.Int64N(2*ms) }
 	grant := func(k int, now int64) {
 		l := &locks[k]
@@ -116,7 +137,7 @@ func (s Synthetic) Generate() []history.Op {
 		}
 	}
 	ops := 0
-	for q.Len() > 0 && ops < s.Ops {
+	for q.Len() > 0 && ops < s.Ops && err == nil {
 		ev := heap.Pop(&q).(simEvent)
 		now := ev.at
 		// Expired leases free their locks for the next waiter.
@@ -230,13 +251,7 @@ func (s Synthetic) Generate() []history.Op {
 		schedule(now+lat(), ev.client)
 	}
 	// Events were recorded in processing order, which is time order.
-	out, _ := history.Pair(events)
-	if s.NoTokens {
-		for i := range out {
-			out[i].Token = 0
-		}
-	}
-	return out
+	return err
 }
 
 func keyName(k int) string { return "k" + strconv.Itoa(k) }

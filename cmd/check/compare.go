@@ -111,11 +111,13 @@ on bad arguments.`,
 	f.IntVar(&spec.Base.Keys, "keys", base.Keys, "independent locks in every run")
 	f.IntVar(&spec.Base.Nodes, "nodes", base.Nodes, "server nodes of every docker cluster (etcd and ZooKeeper: 3 or 5)")
 	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", base.LeaseTTL, "lease length in every run")
+	f.BoolVar(&spec.FullTime, "full-time", false, "run every cell for its whole time limit (default: a run ends its workload at its first violation)")
 	// For short runs in tests and by hand; the defaults are the root command's.
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
 	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
+	addCheckMemoryFlag(f, &spec.Base.CheckMemory)
 	for _, h := range []string{"nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)
 	}

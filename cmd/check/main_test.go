@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -57,6 +62,8 @@ func TestBadArgumentsExit254AndNameTheFlag(t *testing.T) {
 		{"--no-such-flag"},
 		{"stray-argument"},
 		{"analyze"},
+		{"--check-memory", "lots"},
+		{"--check-memory", "1MiB"},
 	}
 	for _, args := range cases {
 		code, _, stderr := runCLI(t, append(args, "--store", t.TempDir())...)
@@ -108,5 +115,48 @@ func TestAnalyzeMalformedHistoryNamesTheLine(t *testing.T) {
 	code, _, stderr := runCLI(t, "analyze", filepath.Join(dir, "missing.jsonl"))
 	if code != 254 || !strings.Contains(stderr, "missing.jsonl") {
 		t.Errorf("missing file: exit %d, %q", code, stderr)
+	}
+}
+
+func writeSynthetic(t *testing.T, s models.Synthetic) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := bufio.NewWriter(f)
+	err = s.Events(func(e history.Event) error {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		w.Write(b)
+		return w.WriteByte('\n')
+	})
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// analyze streams the history: it says the violation as it finds it, and a
+// check that runs out of time says so and how to give it more.
+func TestAnalyzeStreamsAndSaysWhyItStopped(t *testing.T) {
+	invalid := writeSynthetic(t, models.Synthetic{Seed: 3, Ops: 20000, Keys: 2, Clients: 5, PauseRate: 0.01})
+	code, out, _ := runCLI(t, "analyze", "--check-memory", "2GiB", invalid)
+	if code != 1 || !strings.Contains(out, "violation found after") || !strings.Contains(out, "INVALID") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	long := writeSynthetic(t, models.Synthetic{Seed: 1, Ops: 300000, Keys: 1, Clients: 5, Fenced: true})
+	code, out, _ = runCLI(t, "analyze", "--check-timeout", "10ms", long)
+	if code != 2 || !strings.Contains(out, "UNKNOWN: key k0: the check timed out after 10ms (--check-timeout); raise it with --check-timeout 30m") {
+		t.Fatalf("exit %d:\n%s", code, out)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 func newReportCmd() *cobra.Command {
 	var timeout time.Duration
+	var memory int64
 	var junit string
 	cmd := &cobra.Command{
 		Use:   "report DIR",
@@ -54,7 +55,7 @@ kept from the old results.json when there is one. It exits like the run did:
 			sig, stop := signals()
 			defer stop()
 			start := time.Now()
-			run.Result = models.Check(sig.Stop, run.Ops, models.Options{Timeout: timeout})
+			run.Result = models.Check(sig.Stop, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
 			run.CheckTime = time.Since(start)
 			// As the harness does: a run that did not complete, or did not
 			// finish its workload or its final reads, is not valid.
@@ -78,6 +79,7 @@ kept from the old results.json when there is one. It exits like the run did:
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
+	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML (one test case per key) to this file")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd

@@ -111,7 +111,9 @@ at the newest.`,
 	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts, and the least time any other fault is held (default 2 × lease-ttl)")
 	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 2*time.Second, "rest between a heal and the next fault (with jitter)")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")
-	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the linearizability search; past it the verdict is unknown")
+	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
+	addCheckMemoryFlag(f, &cfg.CheckMemory)
+	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory for the runs' results")
 	f.StringVar(&cfg.RedisPersistence, "redis-persistence", "", "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always")
@@ -162,6 +164,11 @@ func commandLine(cmd *cobra.Command, seed int64) string {
 			if cmd.Flags().Changed("concurrency") {
 				return
 			}
+		}
+		if f.Value.Type() == "bool" {
+			// "--flag true" would read "true" as an argument.
+			parts = append(parts, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
+			return
 		}
 		parts = append(parts, fmt.Sprintf("--%s %s", f.Name, f.Value.String()))
 	})

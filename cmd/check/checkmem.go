@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// memFlag is --check-memory: a size such as 8GiB.
+type memFlag struct{ v *int64 }
+
+func (f memFlag) String() string {
+	if f.v == nil || *f.v == 0 {
+		return ""
+	}
+	return models.FormatBytes(*f.v)
+}
+
+func (f memFlag) Set(s string) error {
+	n, err := models.ParseBytes(s)
+	if err != nil {
+		return err
+	}
+	if n < harness.MinCheckMemory {
+		return fmt.Errorf("%s is too small (accepted: at least %s, e.g. 4GiB)", s, models.FormatBytes(harness.MinCheckMemory))
+	}
+	*f.v = n
+	return nil
+}
+
+func (f memFlag) Type() string { return "size" }
+
+// addCheckMemoryFlag adds --check-memory, defaulting to half the machine.
+func addCheckMemoryFlag(fs *pflag.FlagSet, v *int64) {
+	*v = harness.DefaultCheckMemory()
+	fs.Var(memFlag{v}, "check-memory", "bound on the check's memory (e.g. 8GiB); past it the verdict is unknown; default half of this machine's memory")
+}

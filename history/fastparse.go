@@ -1,0 +1,257 @@
+package history
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// decodeFast reads the common shape of an event line — one flat object of
+// the documented fields, lower-case keys once each, plain integers, ASCII
+// strings without escapes, a client's value an integer — several times
+// faster than encoding/json. Anything else (nemesis node lists, escapes,
+// null, unknown or repeated keys, malformed input) returns false, and the
+// caller decodes the line with encoding/json, which stays the authority on
+// what is accepted and how errors read.
+func decodeFast(b []byte, e *Event) bool {
+	p := fastParser{b: b}
+	*e = Event{}
+	p.space()
+	if !p.byte('{') {
+		return false
+	}
+	var seen uint16
+	var hasProcess bool
+	first := true
+	for {
+		p.space()
+		if p.byte('}') {
+			break
+		}
+		if !first && !p.byte(',') {
+			return false
+		}
+		first = false
+		p.space()
+		key, ok := p.str()
+		if !ok {
+			return false
+		}
+		p.space()
+		if !p.byte(':') {
+			return false
+		}
+		p.space()
+		var bit uint16
+		switch key {
+		case "index":
+			bit = 1 << 0
+			e.Index, ok = p.int()
+		case "time":
+			bit = 1 << 1
+			e.Time, ok = p.int()
+		case "process":
+			bit = 1 << 2
+			hasProcess = true
+			if p.peek() == '"' {
+				var s string
+				s, ok = p.str()
+				if s != "nemesis" {
+					return false
+				}
+				e.Process = NemesisProcess
+			} else {
+				var v int64
+				v, ok = p.int()
+				if v < 0 || v > 1<<31-1 {
+					return false
+				}
+				e.Process = int(v)
+			}
+		case "type":
+			bit = 1 << 3
+			var s string
+			s, ok = p.str()
+			e.Type = Type(s)
+		case "f":
+			bit = 1 << 4
+			e.F, ok = p.str()
+		case "key":
+			bit = 1 << 5
+			e.Key, ok = p.str()
+		case "token":
+			bit = 1 << 6
+			var v int64
+			v, ok = p.int()
+			if v < 0 {
+				return false
+			}
+			e.Token = uint64(v)
+		case "prev":
+			bit = 1 << 7
+			var v int64
+			v, ok = p.int()
+			e.Prev = &v
+		case "value":
+			bit = 1 << 8
+			var v int64
+			v, ok = p.int()
+			e.Value = &v
+		case "error":
+			bit = 1 << 9
+			e.Error, ok = p.str()
+		case "call":
+			bit = 1 << 10
+			e.Call, ok = p.int()
+		case "return":
+			bit = 1 << 11
+			e.Return, ok = p.int()
+		default:
+			return false
+		}
+		if !ok || seen&bit != 0 {
+			return false
+		}
+		seen |= bit
+	}
+	p.space()
+	if p.i != len(p.b) || !hasProcess {
+		return false
+	}
+	// A nemesis event's value is a list of nodes: leave it to encoding/json.
+	if e.Process == NemesisProcess && e.Value != nil {
+		return false
+	}
+	return true
+}
+
+type fastParser struct {
+	b []byte
+	i int
+}
+
+func (p *fastParser) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\r' || p.b[p.i] == '\n') {
+		p.i++
+	}
+}
+
+func (p *fastParser) peek() byte {
+	if p.i < len(p.b) {
+		return p.b[p.i]
+	}
+	return 0
+}
+
+func (p *fastParser) byte(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string of printable ASCII without escapes.
+func (p *fastParser) str() (string, bool) {
+	if !p.byte('"') {
+		return "", false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		c := p.b[p.i]
+		switch {
+		case c == '"':
+			s := string(p.b[start:p.i])
+			p.i++
+			return s, true
+		case c == '\\' || c < 0x20 || c >= 0x80:
+			return "", false
+		}
+		p.i++
+	}
+	return "", false
+}
+
+// int reads an integer as JSON writes it: an optional minus, then 0 or
+// digits without a leading zero; no fraction or exponent.
+func (p *fastParser) int() (int64, bool) {
+	start := p.i
+	if p.peek() == '-' {
+		p.i++
+	}
+	digits := p.i
+	for p.i < len(p.b) && p.b[p.i] >= '0' && p.b[p.i] <= '9' {
+		p.i++
+	}
+	n := p.i - digits
+	if n == 0 || (n > 1 && p.b[digits] == '0') {
+		return 0, false
+	}
+	if c := p.peek(); c == '.' || c == 'e' || c == 'E' {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
+	return v, err == nil
+}
+
+// AppendJSON appends the event's line (without the newline) to b: the
+// same bytes as json.Marshal writes, several times faster for the common
+// client event; anything else goes through json.Marshal.
+func (e Event) AppendJSON(b []byte) ([]byte, error) {
+	if e.IsNemesis() || !plain(string(e.Type)) || !plain(e.F) || !plain(e.Key) || !plain(e.Error) {
+		m, err := json.Marshal(e)
+		return append(b, m...), err
+	}
+	b = append(b, `{"index":`...)
+	b = strconv.AppendInt(b, e.Index, 10)
+	b = append(b, `,"time":`...)
+	b = strconv.AppendInt(b, e.Time, 10)
+	b = append(b, `,"process":`...)
+	b = strconv.AppendInt(b, int64(e.Process), 10)
+	b = append(b, `,"type":"`...)
+	b = append(b, e.Type...)
+	b = append(b, `","f":"`...)
+	b = append(b, e.F...)
+	b = append(b, '"')
+	if e.Key != "" {
+		b = append(b, `,"key":"`...)
+		b = append(b, e.Key...)
+		b = append(b, '"')
+	}
+	if e.Token != 0 || e.F == Read || e.F == Write || (e.F == Acquire && e.Type == OK) {
+		b = append(b, `,"token":`...)
+		b = strconv.AppendUint(b, e.Token, 10)
+	}
+	if e.Prev != nil {
+		b = append(b, `,"prev":`...)
+		b = strconv.AppendInt(b, *e.Prev, 10)
+	}
+	if e.Value != nil {
+		b = append(b, `,"value":`...)
+		b = strconv.AppendInt(b, *e.Value, 10)
+	}
+	if e.Error != "" {
+		b = append(b, `,"error":"`...)
+		b = append(b, e.Error...)
+		b = append(b, '"')
+	}
+	if e.Call != 0 {
+		b = append(b, `,"call":`...)
+		b = strconv.AppendInt(b, e.Call, 10)
+	}
+	if e.Return != 0 {
+		b = append(b, `,"return":`...)
+		b = strconv.AppendInt(b, e.Return, 10)
+	}
+	return append(b, '}'), nil
+}
+
+// plain reports whether json.Marshal writes s as it is.
+func plain(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
