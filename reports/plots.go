@@ -65,7 +65,7 @@ func Latency(r *Run) Drawing {
 	lo, hi := math.Inf(1), 0.0
 	for i := range r.Ops {
 		if o := &r.Ops[i]; o.Done > 0 {
-			ms := math.Max(float64(latency(o))/1e6, 0.001)
+			ms := math.Max(float64(o.Ended()-o.Call)/1e6, 0.001)
 			lo, hi = math.Min(lo, ms), math.Max(hi, ms)
 		}
 	}
@@ -123,7 +123,7 @@ func Latency(r *Run) Drawing {
 		for i := range r.Ops {
 			o := &r.Ops[i]
 			x := f.x(o.Call)
-			ms := float64(latency(o)) / 1e6
+			ms := float64(o.Ended()-o.Call) / 1e6
 			yy := unknownY
 			unknown := o.Done == 0
 			if !unknown {
@@ -155,9 +155,9 @@ func Latency(r *Run) Drawing {
 		if m.n == 1 {
 			tip = opText(m.o)
 		} else if m.unknown {
-			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, never completed", m.n, m.f, m.t, secs(m.t0), secs(m.t1))
+			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, never completed", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1))
 		} else {
-			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, %.2f to %.2f ms", m.n, m.f, m.t, secs(m.t0), secs(m.t1), m.minMs, m.maxMs)
+			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, %.2f to %.2f ms", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1), m.minMs, m.maxMs)
 		}
 		marker(&b, m.t, float64(m.cx)/10, float64(m.cy)/10, fColor(m.f), esc(tip))
 	}
@@ -276,14 +276,4 @@ func legendFs(ops []history.Op) []struct{ F, Color string } {
 func pow10(e int) float64 {
 	v, _ := strconv.ParseFloat("1e"+strconv.Itoa(e), 64)
 	return v
-}
-
-// latency is how long an op took as the history records it: to the
-// client's own reading of the answer when there is one, else to when the
-// harness recorded the completion (an info op: when it gave up).
-func latency(o *history.Op) int64 {
-	if o.Return != math.MaxInt64 && o.Return > 0 {
-		return o.Return - o.Call
-	}
-	return o.Done - o.Call
 }

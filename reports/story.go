@@ -60,7 +60,7 @@ func Story(r *Run, k *models.KeyResult) []Step {
 			}
 		}
 	}
-	start, end := c.Call, doneOf(c)
+	start, end := c.Call, c.Ended()
 	if acq != nil {
 		start = acq.Call
 	}
@@ -84,11 +84,11 @@ func Story(r *Run, k *models.KeyResult) []Step {
 	if acq != nil {
 		for _, o := range t.ops {
 			if o.Process != c.Process && o.F == history.Acquire && o.Type == history.OK && o.Token > acq.Token &&
-				doneOf(o) >= acq.Call && (takeover == nil || doneOf(o) < doneOf(takeover)) {
+				o.Ended() >= acq.Call && (takeover == nil || o.Ended() < takeover.Ended()) {
 				takeover = o
 			}
 		}
-		if takeover != nil && doneOf(takeover) <= end {
+		if takeover != nil && takeover.Ended() <= end {
 			named[takeover] = "takeover"
 			start = min(start, takeover.Call)
 		} else {
@@ -98,23 +98,23 @@ func Story(r *Run, k *models.KeyResult) []Step {
 	var over *history.Op // the last write acknowledged before a culprit write
 	if c.F == history.Write && c.Type == history.OK {
 		for _, o := range t.ops {
-			if o.Process != c.Process && o.F == history.Write && o.Type == history.OK && o.Done > 0 && doneOf(o) < doneOf(c) &&
-				(over == nil || doneOf(o) > doneOf(over)) {
+			if o.Process != c.Process && o.F == history.Write && o.Type == history.OK && o.Done > 0 && o.Ended() < c.Ended() &&
+				(over == nil || o.Ended() > over.Ended()) {
 				over = o
 			}
 		}
-		if over != nil && doneOf(over) >= start {
+		if over != nil && over.Ended() >= start {
 			named[over] = "op"
 		}
 	}
 	if lastHolder != nil {
 		var between []*history.Op
 		for _, o := range t.ops {
-			if o.Process != c.Process && o.F != history.Release && doneOf(o) > doneOf(lastHolder) && doneOf(o) < doneOf(c) {
+			if o.Process != c.Process && o.F != history.Release && o.Ended() > lastHolder.Ended() && o.Ended() < c.Ended() {
 				between = append(between, o)
 			}
 		}
-		sort.SliceStable(between, func(i, j int) bool { return doneOf(between[i]) < doneOf(between[j]) })
+		sort.SliceStable(between, func(i, j int) bool { return between[i].Ended() < between[j].Ended() })
 		if len(between) > maxInterleaved {
 			between = between[len(between)-maxInterleaved:]
 		}
@@ -133,14 +133,14 @@ func Story(r *Run, k *models.KeyResult) []Step {
 	}
 	var items []item
 	for _, o := range t.ops {
-		if doneOf(o) < start || o.Call > end {
+		if o.Ended() < start || o.Call > end {
 			continue
 		}
 		if named[o] == "" && o.Type != history.OK && o.Error != history.ErrFenced {
 			// Failed releases and the like only clutter the story.
 			continue
 		}
-		if named[o] == "" && doneOf(o) > end {
+		if named[o] == "" && o.Ended() > end {
 			continue // the story ends with the culprit
 		}
 		if o.Process == c.Process && t.slow(o) {
@@ -156,7 +156,7 @@ func Story(r *Run, k *models.KeyResult) []Step {
 			s := Step{o.Call, text, "holder", o.InvokeIndex}
 			items = append(items, item{at: o.Call, fault: &s})
 		}
-		items = append(items, item{at: doneOf(o), op: o})
+		items = append(items, item{at: o.Ended(), op: o})
 	}
 	for _, s := range t.faultSteps(start, end, c.Process) {
 		items = append(items, item{at: s.Time, fault: &s})
@@ -185,7 +185,7 @@ func Story(r *Run, k *models.KeyResult) []Step {
 		}
 		if len(skipped) > 0 {
 			s := t.meanwhile(skipped)
-			s.Time = doneOf(skipped[0])
+			s.Time = skipped[0].Ended()
 			steps = append(steps, s)
 			skipped = nil
 		}
@@ -207,7 +207,7 @@ func Story(r *Run, k *models.KeyResult) []Step {
 		case o == c:
 			steps = append(steps, t.culpritStep(c, blamed))
 		case o == takeover:
-			steps = append(steps, Step{doneOf(o), fmt.Sprintf("%s took the lease on %s over with token %d: from here on, token %d is stale",
+			steps = append(steps, Step{o.Ended(), fmt.Sprintf("%s took the lease on %s over with token %d: from here on, token %d is stale",
 				t.who(o.Process), t.key, o.Token, acq.Token), "takeover", o.InvokeIndex})
 		default:
 			steps = append(steps, t.opStep(o, role))
@@ -234,7 +234,7 @@ func (t *teller) tally() (Step, bool) {
 	var lastWrite int64
 	for _, o := range t.ops {
 		if o.F == history.Write {
-			lastWrite = max(lastWrite, doneOf(o))
+			lastWrite = max(lastWrite, o.Ended())
 			if o.Prev == nil || o.Value == nil || *o.Value != *o.Prev+1 {
 				return Step{}, false
 			}
@@ -245,7 +245,7 @@ func (t *teller) tally() (Step, bool) {
 				unknown++
 			}
 		}
-		if o.F == history.Read && o.Type == history.OK && o.Value != nil && (last == nil || doneOf(o) > doneOf(last)) {
+		if o.F == history.Read && o.Type == history.OK && o.Value != nil && (last == nil || o.Ended() > last.Ended()) {
 			last = o
 		}
 	}
@@ -259,21 +259,7 @@ func (t *teller) tally() (Step, bool) {
 	if unknown > 0 {
 		text += fmt.Sprintf(" (%d more writes had an unknown outcome)", unknown)
 	}
-	return Step{doneOf(last), text, "after", last.InvokeIndex}, true
-}
-
-// doneOf is when an op ended as the history records it: the client's own
-// reading of the answer when it has one (what the checker uses, so the
-// story and the verdict agree), else when the harness recorded the
-// completion, else its invocation when the run ended first.
-func doneOf(o *history.Op) int64 {
-	if o.Type != history.Info && o.Return > 0 && o.Return != math.MaxInt64 {
-		return o.Return
-	}
-	if o.Done > 0 {
-		return o.Done
-	}
-	return o.Call
+	return Step{last.Ended(), text, "after", last.InvokeIndex}, true
 }
 
 // teller holds what the story of one key needs.
@@ -324,11 +310,11 @@ func (t *teller) who(p int) string { return "process " + strconv.Itoa(p) }
 // slow: the op took long enough, or a fault struck during it, that when
 // it was sent matters to the story.
 func (t *teller) slow(o *history.Op) bool {
-	if doneOf(o)-o.Call > 50e6 {
+	if o.Ended()-o.Call > 50e6 {
 		return true
 	}
 	for _, f := range t.r.Faults {
-		if f.Start > o.Call && f.Start < doneOf(o) {
+		if f.Start > o.Call && f.Start < o.Ended() {
 			return true
 		}
 	}
@@ -341,7 +327,7 @@ func (t *teller) newestAdmitted(before int64, not int) (uint64, *history.Op) {
 	var best uint64
 	var by *history.Op
 	for _, o := range t.ops {
-		if o.Process != not && (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && o.Done > 0 && doneOf(o) < before && o.Token > best {
+		if o.Process != not && (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && o.Done > 0 && o.Ended() < before && o.Token > best {
 			best, by = o.Token, o
 		}
 	}
@@ -354,7 +340,7 @@ func (t *teller) newestGranted(before int64, not int) (uint64, *history.Op) {
 	var best uint64
 	var by *history.Op
 	for _, o := range t.ops {
-		if o.Process != not && o.F == history.Acquire && o.Type == history.OK && o.Done > 0 && doneOf(o) < before && o.Token > best {
+		if o.Process != not && o.F == history.Acquire && o.Type == history.OK && o.Done > 0 && o.Ended() < before && o.Token > best {
 			best, by = o.Token, o
 		}
 	}
@@ -369,8 +355,8 @@ func (t *teller) opStep(o *history.Op, role string) Step {
 	case o.F == history.Acquire && o.Type == history.OK:
 		text = fmt.Sprintf("%s acquired the lease on %s with token %d", who, t.key, o.Token)
 		if role == "holder" {
-			if g, by := t.newestGranted(doneOf(o), o.Process); g > o.Token {
-				text += fmt.Sprintf(" and believes it holds it, though token %d had already been granted to %s at %s", g, t.who(by.Process), secs(doneOf(by)))
+			if g, by := t.newestGranted(o.Ended(), o.Process); g > o.Token {
+				text += fmt.Sprintf(" and believes it holds it, though token %d had already been granted to %s at %s", g, t.who(by.Process), history.Seconds(by.Ended()))
 				kind = "stale"
 			} else {
 				text += " and believes it holds it"
@@ -392,14 +378,14 @@ func (t *teller) opStep(o *history.Op, role string) Step {
 	}
 	if role == "holder" && o.Type == history.OK && (o.F == history.Read || o.F == history.Write) {
 		if a, by := t.newestAdmitted(o.Call, o.Process); a > o.Token {
-			text += fmt.Sprintf(", a stale token: the storage had already seen token %d (%s's %s at %s)", a, t.who(by.Process), by.F, secs(doneOf(by)))
+			text += fmt.Sprintf(", a stale token: the storage had already seen token %d (%s's %s at %s)", a, t.who(by.Process), by.F, history.Seconds(by.Ended()))
 			kind = "stale"
 		} else if g, by := t.newestGranted(o.Call, o.Process); g > o.Token {
-			text += fmt.Sprintf(", a stale token: token %d had been granted to %s at %s", g, t.who(by.Process), secs(doneOf(by)))
+			text += fmt.Sprintf(", a stale token: token %d had been granted to %s at %s", g, t.who(by.Process), history.Seconds(by.Ended()))
 			kind = "stale"
 		}
 	}
-	return Step{doneOf(o), text, kind, o.InvokeIndex}
+	return Step{o.Ended(), text, kind, o.InvokeIndex}
 }
 
 func (t *teller) culpritStep(c, blamed *history.Op) Step {
@@ -408,28 +394,28 @@ func (t *teller) culpritStep(c, blamed *history.Op) Step {
 	switch {
 	case c.F == history.Write && c.Type == history.OK:
 		text = fmt.Sprintf("%s's write of %s over %s with token %d returned ok: the storage accepted it", who, i64(c.Value), i64(c.Prev), c.Token)
-		if a, by := t.newestAdmitted(doneOf(c), c.Process); a > c.Token {
-			text += fmt.Sprintf(", though by then it had admitted token %d (%s's %s at %s): a stale lease holder's write got through", a, t.who(by.Process), by.F, secs(doneOf(by)))
-		} else if g, by := t.newestGranted(doneOf(c), c.Process); g > c.Token {
-			text += fmt.Sprintf(", though by then token %d had been granted to %s (at %s): a stale lease holder's write got through", g, t.who(by.Process), secs(doneOf(by)))
+		if a, by := t.newestAdmitted(c.Ended(), c.Process); a > c.Token {
+			text += fmt.Sprintf(", though by then it had admitted token %d (%s's %s at %s): a stale lease holder's write got through", a, t.who(by.Process), by.F, history.Seconds(by.Ended()))
+		} else if g, by := t.newestGranted(c.Ended(), c.Process); g > c.Token {
+			text += fmt.Sprintf(", though by then token %d had been granted to %s (at %s): a stale lease holder's write got through", g, t.who(by.Process), history.Seconds(by.Ended()))
 		}
 	case c.F == history.Read && c.Type == history.OK:
 		text = fmt.Sprintf("%s read %s with token %d", who, i64(c.Value), c.Token)
 		var last *history.Op
 		for _, o := range t.ops {
-			if o.F == history.Write && o.Type == history.OK && o.Done > 0 && doneOf(o) < c.Call && (last == nil || doneOf(o) > doneOf(last)) {
+			if o.F == history.Write && o.Type == history.OK && o.Done > 0 && o.Ended() < c.Call && (last == nil || o.Ended() > last.Ended()) {
 				last = o
 			}
 		}
 		if last != nil && last.Value != nil && c.Value != nil && *last.Value != *c.Value {
-			text += fmt.Sprintf(", but %s had written %d with token %d at %s: the read saw a value the storage no longer held", t.who(last.Process), *last.Value, last.Token, secs(doneOf(last)))
+			text += fmt.Sprintf(", but %s had written %d with token %d at %s: the read saw a value the storage no longer held", t.who(last.Process), *last.Value, last.Token, history.Seconds(last.Ended()))
 		} else {
 			text += ": no order of the writes around it can produce that value"
 		}
 	case c.F == history.Acquire && c.Type == history.OK:
 		text = fmt.Sprintf("%s was granted token %d on %s", who, c.Token, t.key)
 		if blamed != nil && blamed.F == history.Acquire {
-			text += fmt.Sprintf(", but token %d had already been granted to %s at %s: tokens must only increase", blamed.Token, t.who(blamed.Process), secs(doneOf(blamed)))
+			text += fmt.Sprintf(", but token %d had already been granted to %s at %s: tokens must only increase", blamed.Token, t.who(blamed.Process), history.Seconds(blamed.Ended()))
 		}
 	case c.Type == history.Fail && c.Error == history.ErrFenced:
 		a, _ := t.newestAdmitted(c.Call, c.Process)
@@ -437,7 +423,7 @@ func (t *teller) culpritStep(c, blamed *history.Op) Step {
 	default:
 		text = fmt.Sprintf("%s: %s, which no order of the ops allows", who, models.DescribeOp(c))
 	}
-	return Step{doneOf(c), text, "culprit", c.InvokeIndex}
+	return Step{c.Ended(), text, "culprit", c.InvokeIndex}
 }
 
 // lostStep says what a culprit write overwrote.
@@ -446,11 +432,11 @@ func (t *teller) lostStep(c, over *history.Op) (Step, bool) {
 		return Step{}, false
 	}
 	if *over.Value == *c.Prev {
-		return Step{doneOf(c), fmt.Sprintf("it overwrote %d (written by %s with token %d at %s), the value it had read",
-			*over.Value, t.who(over.Process), over.Token, secs(doneOf(over))), "lost", over.InvokeIndex}, true
+		return Step{c.Ended(), fmt.Sprintf("it overwrote %d (written by %s with token %d at %s), the value it had read",
+			*over.Value, t.who(over.Process), over.Token, history.Seconds(over.Ended())), "lost", over.InvokeIndex}, true
 	}
-	return Step{doneOf(c), fmt.Sprintf("the storage held %d, written by %s with token %d at %s; %s overwrote it with %s, computed from its stale read of %d: %s's update is lost",
-		*over.Value, t.who(over.Process), over.Token, secs(doneOf(over)), t.who(c.Process), i64(c.Value), *c.Prev, t.who(over.Process)), "lost", over.InvokeIndex}, true
+	return Step{c.Ended(), fmt.Sprintf("the storage held %d, written by %s with token %d at %s; %s overwrote it with %s, computed from its stale read of %d: %s's update is lost",
+		*over.Value, t.who(over.Process), over.Token, history.Seconds(over.Ended()), t.who(c.Process), i64(c.Value), *c.Prev, t.who(over.Process)), "lost", over.InvokeIndex}, true
 }
 
 // faultSteps tells the faults that overlap [start, end]: the ones that hit
@@ -493,11 +479,10 @@ func (t *teller) faultSteps(start, end int64, holder int) []Step {
 		}
 		steps = append(steps, Step{f.Start, text, "fault", -1})
 		if f.End != math.MaxInt64 && f.End <= end && f.End > f.Start {
-			d := float64(f.End-f.Start) / 1e9
 			if frozen {
-				text = fmt.Sprintf("the nemesis thawed %s after %.2f s", nodes, d)
+				text = fmt.Sprintf("the nemesis thawed %s after %s", nodes, history.Seconds(f.End-f.Start))
 			} else {
-				text = fmt.Sprintf("the nemesis healed %s on %s after %.2f s", f.F, nodes, d)
+				text = fmt.Sprintf("the nemesis healed %s on %s after %s", f.F, nodes, history.Seconds(f.End-f.Start))
 			}
 			steps = append(steps, Step{f.End, text, "fault", -1})
 		}
@@ -527,7 +512,7 @@ func (t *teller) slotContext(nodes []string, at int64) string {
 		part := t.who(p)
 		switch {
 		case cur.Key != t.key:
-		case doneOf(cur) > at || doneOf(cur) == 0:
+		case cur.Ended() > at || cur.Ended() == 0:
 			part += fmt.Sprintf(", in the middle of its %s of %s", cur.F, t.key)
 			if cur.F != history.Acquire && cur.Token != 0 {
 				part += fmt.Sprintf(" with token %d", cur.Token)
@@ -667,12 +652,4 @@ func outcome(o *history.Op) string {
 		return "outcome unknown: " + o.Error
 	}
 	return "outcome unknown"
-}
-
-// secs formats a history time as seconds since the test started.
-func secs(t int64) string {
-	if t == math.MaxInt64 {
-		return "an unknown time"
-	}
-	return fmt.Sprintf("%.3f s", float64(t)/1e9)
 }

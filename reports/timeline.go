@@ -147,7 +147,7 @@ func (d *timelineData) focus() []window {
 				acq = o
 			}
 		}
-		t0, t1 := c.Call, doneOf(c)
+		t0, t1 := c.Call, c.Ended()
 		if acq != nil {
 			t0 = acq.Call
 		}
@@ -164,7 +164,7 @@ func (d *timelineData) focus() []window {
 		}
 		sort.Slice(dones, func(i, j int) bool { return dones[i] < dones[j] })
 		if n := len(dones); n > 30 {
-			c0, c1 := pad(dones[n-30], doneOf(c), 0.1, 1e6)
+			c0, c1 := pad(dones[n-30], c.Ended(), 0.1, 1e6)
 			if c0 > t0 {
 				out = append(out, window{"timeline-closeup", "Close-up of its last moments", fmt.Sprintf("The ops around process %d's %s, %.3f s to %.3f s.", c.Process, c.F, float64(c0)/1e9, float64(c1)/1e9), c0, c1})
 			}
@@ -182,7 +182,7 @@ func (d *timelineData) focus() []window {
 				fenced++
 			}
 		}
-		caption := fmt.Sprintf("%s believed they held the lease on %s at once from %s to %s.", capitalize(holderList(ov.Holders)), ov.Key, secs(ov.Start), secs(ov.End))
+		caption := fmt.Sprintf("%s believed they held the lease on %s at once from %s to %s.", capitalize(holderList(ov.Holders)), ov.Key, history.Seconds(ov.Start), history.Seconds(ov.End))
 		if fenced > 0 {
 			caption += fmt.Sprintf(" The storage refused %d %s with a stale token here.", fenced, plural(fenced, "op", "ops"))
 		}
@@ -370,9 +370,9 @@ func (d *timelineData) draw(t0, t1 int64) template.HTML {
 		for _, s := range rows[k] {
 			x0, x1 := f.x(s.t0), f.x(s.t1)
 			w := math.Max(x1-x0, 2)
-			tip := fmt.Sprintf("%s both believed they held the lease on %s, %s to %s", holderList(s.ov.Holders), s.ov.Key, secs(s.t0), secs(s.t1))
+			tip := fmt.Sprintf("%s both believed they held the lease on %s, %s to %s", holderList(s.ov.Holders), s.ov.Key, history.Seconds(s.t0), history.Seconds(s.t1))
 			if s.n > 1 {
-				tip = fmt.Sprintf("%d intervals in which two or more processes believed they held the same lease, %s to %s", s.n, secs(s.t0), secs(s.t1))
+				tip = fmt.Sprintf("%d intervals in which two or more processes believed they held the same lease, %s to %s", s.n, history.Seconds(s.t0), history.Seconds(s.t1))
 			}
 			fmt.Fprintf(&b, `<rect class="overlap" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 				x0, ovY+float64(ovRow[k])*rowH, w, rowH-3, colorOverlap, esc(tip))
@@ -404,7 +404,7 @@ func (d *timelineData) draw(t0, t1 int64) template.HTML {
 			for _, rn := range rs {
 				tip := beliefText(rn.b)
 				if rn.n > 1 {
-					tip = fmt.Sprintf("%s held a lease %d times between %s and %s", lanes[l].String(), rn.n, secs(rn.t0), secs(rn.t1))
+					tip = fmt.Sprintf("%s held a lease %d times between %s and %s", lanes[l].String(), rn.n, history.Seconds(rn.t0), history.Seconds(rn.t1))
 				}
 				fmt.Fprintf(&b, `<rect class="belief" x="%.1f" y="%.1f" width="%.1f" height="3" fill="%s"><title>%s</title></rect>`,
 					f.x(rn.t0), beliefY(l), math.Max(f.x(rn.t1)-f.x(rn.t0), 1), d.keyColor[rn.b.Key], esc(tip))
@@ -493,7 +493,7 @@ func (d *timelineData) drawRuns(b *strings.Builder, f frame, ops []*history.Op, 
 			if s > 0 {
 				t0 := f.t0 + int64(float64(j)*binW/f.width*float64(f.t1-f.t0))
 				t1 := f.t0 + int64(float64(k)*binW/f.width*float64(f.t1-f.t0))
-				tip := fmt.Sprintf("%s: %d ops invoked between %s and %s (%d ok, %d fail, %d info)", lanes[l], c[0]+c[1]+c[2], secs(t0), secs(t1), c[0], c[1], c[2])
+				tip := fmt.Sprintf("%s: %d ops invoked between %s and %s (%d ok, %d fail, %d info)", lanes[l], c[0]+c[1]+c[2], history.Seconds(t0), history.Seconds(t1), c[0], c[1], c[2])
 				fmt.Fprintf(b, `<rect class="run" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s</title></rect>`,
 					f.left+float64(j)*binW, barY(l), float64(k-j)*binW, barH, colors[s], esc(tip))
 			}
@@ -503,16 +503,16 @@ func (d *timelineData) drawRuns(b *strings.Builder, f frame, ops []*history.Op, 
 }
 
 func beliefText(bl *Belief) string {
-	return fmt.Sprintf("process %d believed it held the lease on %s with token %d, %s to %s", bl.Process, bl.Key, bl.Token, secs(bl.Start), secs(bl.End))
+	return fmt.Sprintf("process %d believed it held the lease on %s with token %d, %s to %s", bl.Process, bl.Key, bl.Token, history.Seconds(bl.Start), history.Seconds(bl.End))
 }
 
 // opText describes an op for a tooltip.
 func opText(o *history.Op) string {
 	end := "never completed"
 	if o.Done > 0 {
-		end = fmt.Sprintf("%s (%.1f ms)", secs(o.Done), float64(o.Done-o.Call)/1e6)
+		end = fmt.Sprintf("%s (%.1f ms)", history.Seconds(o.Done), float64(o.Done-o.Call)/1e6)
 	}
-	s := fmt.Sprintf("process %d, %s: %s — %s to %s, history index %d", o.Process, o.Key, models.DescribeOp(o), secs(o.Call), end, o.InvokeIndex)
+	s := fmt.Sprintf("process %d, %s: %s — %s to %s, history index %d", o.Process, o.Key, models.DescribeOp(o), history.Seconds(o.Call), end, o.InvokeIndex)
 	if o.Error != "" {
 		s += ", error: " + o.Error
 	}
