@@ -58,7 +58,7 @@ func marker(b *strings.Builder, t history.Type, x, y float64, color, title strin
 // large histories, ops that share a few pixels of one series share a mark.
 func Latency(r *Run) Drawing {
 	d := Drawing{ID: "latency", Title: "Latency"}
-	end := max(historyEnd(r), 1e6)
+	end := max(r.End(), 1e6)
 	const left, width, top, height = 70.0, 1200.0, 10.0, 300.0
 	f := frame{left: left, top: top, width: width, height: height, t0: 0, t1: end}
 	// The y range: powers of ten around the latencies, in ms.
@@ -179,7 +179,7 @@ func fmtMs(v float64) string {
 // intervals shaded. Hovering a column gives every rate in it.
 func Throughput(r *Run) Drawing {
 	d := Drawing{ID: "throughput", Title: "Throughput"}
-	end := max(historyEnd(r), 1e6)
+	end := max(r.End(), 1e6)
 	const left, width, top, height = 70.0, 1200.0, 10.0, 220.0
 	f := frame{left: left, top: top, width: width, height: height, t0: 0, t1: end}
 	step := niceStep(float64(end)/1e9, 60)

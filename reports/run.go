@@ -10,6 +10,7 @@ package reports
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -46,6 +47,24 @@ type Run struct {
 	// HistoryNote says what reading the history back left out (its last
 	// line, cut by a kill), or "".
 	HistoryNote string
+}
+
+// End is the time of the last thing the run's history knows.
+func (r *Run) End() int64 {
+	var end int64
+	if n := len(r.Events); n > 0 {
+		end = r.Events[n-1].Time
+	}
+	for i := range r.Ops {
+		end = max(end, r.Ops[i].Call, r.Ops[i].Done)
+	}
+	for _, f := range r.Faults {
+		end = max(end, f.Start)
+		if f.End != math.MaxInt64 {
+			end = max(end, f.End)
+		}
+	}
+	return end
 }
 
 // WriteAll writes results.json, report.html and linearizability.html (and
