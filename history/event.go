@@ -3,7 +3,9 @@
 //
 // It is a package of its own because it is the contract between all the
 // others: the harness writes it, the models check it, the
-// reports draw it and `check analyze` reads it back. It must never depend on
+// reports draw it and `check analyze` reads it back. It also owns the few
+// rules every reader of a history must share: when an op ended (Op.Ended)
+// and how a history time is printed (Seconds). It must never depend on
 // any of those packages, and it knows nothing about locks beyond the names of
 // the operations.
 package history

@@ -1,7 +1,6 @@
 package models
 
 import (
-	"math"
 	"sort"
 
 	"github.com/fencecheck/fencecheck/history"
@@ -57,7 +56,7 @@ func Beliefs(ops []history.Op, end int64) []Belief {
 				out[j].End = o.Call
 			}
 			open[id] = len(out)
-			out = append(out, Belief{Process: o.Process, Key: o.Key, Token: o.Token, Start: doneOf(o), End: end, Acquire: o.InvokeIndex})
+			out = append(out, Belief{Process: o.Process, Key: o.Key, Token: o.Token, Start: o.Ended(), End: end, Acquire: o.InvokeIndex})
 			continue
 		}
 		j, ok := open[id]
@@ -68,7 +67,7 @@ func Beliefs(ops []history.Op, end int64) []Belief {
 		case o.F == history.Release:
 			out[j].End = o.Call
 		case o.Error == ErrLeaseLost:
-			out[j].End = doneOf(o)
+			out[j].End = o.Ended()
 		case o.Type == history.Info:
 			if o.Done > 0 {
 				out[j].End = o.Done
@@ -145,16 +144,4 @@ func Overlaps(bs []Belief) []Overlap {
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Start < out[b].Start })
 	return out
-}
-
-// doneOf is when an op's answer came: the client's own reading when it has
-// one, else when the completion was recorded, else its call.
-func doneOf(o *history.Op) int64 {
-	if o.Type != history.Info && o.Return > 0 && o.Return != math.MaxInt64 {
-		return o.Return
-	}
-	if o.Done > 0 {
-		return o.Done
-	}
-	return o.Call
 }

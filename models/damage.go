@@ -273,7 +273,7 @@ func ComputeDamage(ops []history.Op) Damage {
 			a.d.StaleRefused++
 		}
 		if (o.F == history.Read || o.F == history.Write) && o.Type == history.OK {
-			a.admitted = append(a.admitted, admit{at: doneOf(o), token: o.Token})
+			a.admitted = append(a.admitted, admit{at: o.Ended(), token: o.Token})
 		}
 		if o.F != history.Write {
 			continue
@@ -423,7 +423,7 @@ func staleAccepted(admitted []admit, writes []*history.Op) int {
 	n := 0
 	for _, w := range writes {
 		// the admissions that returned strictly before the write did
-		end := doneOf(w)
+		end := w.Ended()
 		i := sort.Search(len(admitted), func(i int) bool { return admitted[i].at >= end }) - 1
 		if i >= 0 && best[i] > w.Token {
 			n++

@@ -173,10 +173,5 @@ func culprits(o, other *history.Op) []int64 {
 	return out
 }
 
-// secs formats a history time as seconds since the test started.
-func secs(t int64) string {
-	if t == 1<<63-1 {
-		return "an unknown time"
-	}
-	return fmt.Sprintf("%.2f s", float64(t)/1e9)
-}
+// secs prints a history time the way every output does.
+func secs(t int64) string { return history.Seconds(t) }

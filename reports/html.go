@@ -16,7 +16,7 @@ import (
 var reportTemplate string
 
 var funcs = template.FuncMap{
-	"secs":  secs,
+	"secs":  history.Seconds,
 	"upper": strings.ToUpper,
 	"verdictClass": func(v models.Verdict) string {
 		switch v {
@@ -204,12 +204,12 @@ func WriteHTML(w io.Writer, r *Run) error {
 			v.MoreFaults = len(r.Faults) - i
 			break
 		}
-		row := faultRow{F: clean(f.F), Nodes: clean(strings.Join(f.Nodes, ", ")), Start: secs(f.Start), Error: clean(f.Error)}
+		row := faultRow{F: clean(f.F), Nodes: clean(strings.Join(f.Nodes, ", ")), Start: history.Seconds(f.Start), Error: clean(f.Error)}
 		switch {
 		case f.End == math.MaxInt64:
 			row.End, row.Length = "never healed", "—"
 		default:
-			row.End, row.Length = secs(f.End), fmt.Sprintf("%.2f s", float64(f.End-f.Start)/1e9)
+			row.End, row.Length = history.Seconds(f.End), history.Seconds(f.End-f.Start)
 		}
 		v.Faults = append(v.Faults, row)
 	}

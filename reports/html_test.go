@@ -111,7 +111,7 @@ func TestHostileStringsRenderAsText(t *testing.T) {
 
 func TestBeliefsAndOverlaps(t *testing.T) {
 	r := hostileRun()
-	bs := Beliefs(r.Ops, historyEnd(r))
+	bs := models.Beliefs(r.Ops, r.End())
 	if len(bs) != 2 || bs[0].Token != 1 || bs[1].Token != 2 {
 		t.Fatalf("beliefs %+v", bs)
 	}
@@ -121,12 +121,12 @@ func TestBeliefsAndOverlaps(t *testing.T) {
 	if bs[0].End != 15e6 { // process 0 invoked its release (which ended in info)
 		t.Errorf("process 0's belief ends at %d", bs[0].End)
 	}
-	ovs := Overlaps(bs)
+	ovs := models.Overlaps(bs)
 	if len(ovs) != 1 || ovs[0].Start != 7e6 || ovs[0].End != 12e6 || len(ovs[0].Holders) != 2 {
 		t.Fatalf("overlaps %+v", ovs)
 	}
 	// Touching beliefs do not overlap.
-	if got := Overlaps([]Belief{{Process: 0, Key: "k", Start: 0, End: 5}, {Process: 1, Key: "k", Start: 5, End: 9}}); len(got) != 0 {
+	if got := models.Overlaps([]models.Belief{{Process: 0, Key: "k", Start: 0, End: 5}, {Process: 1, Key: "k", Start: 5, End: 9}}); len(got) != 0 {
 		t.Errorf("touching beliefs overlap: %+v", got)
 	}
 }

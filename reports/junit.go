@@ -97,7 +97,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 		case models.Invalid:
 			var text strings.Builder
 			for _, s := range Story(r, k) {
-				fmt.Fprintf(&text, "%s  %s\n", secs(s.Time), s.Text)
+				fmt.Fprintf(&text, "%s  %s\n", history.Seconds(s.Time), s.Text)
 			}
 			c.Failure = &junitOutcome{Message: clean(k.Explanation), Type: "invalid", Text: clean(text.String())}
 			suite.Failures++

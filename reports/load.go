@@ -77,11 +77,11 @@ func LoadRun(dir string) (*Run, error) {
 		if t, err := time.Parse(stampLayout, filepath.Base(abs)); err == nil {
 			r.Started = t
 		} else if st, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil {
-			r.Started = st.ModTime().Add(-time.Duration(historyEnd(r)))
+			r.Started = st.ModTime().Add(-time.Duration(r.End()))
 		}
 	}
 	if r.Duration == 0 {
-		r.Duration = time.Duration(historyEnd(r))
+		r.Duration = time.Duration(r.End())
 	}
 	return r, nil
 }

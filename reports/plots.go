@@ -58,14 +58,14 @@ func marker(b *strings.Builder, t history.Type, x, y float64, color, title strin
 // large histories, ops that share a few pixels of one series share a mark.
 func Latency(r *Run) Drawing {
 	d := Drawing{ID: "latency", Title: "Latency"}
-	end := max(historyEnd(r), 1e6)
+	end := max(r.End(), 1e6)
 	const left, width, top, height = 70.0, 1200.0, 10.0, 300.0
 	f := frame{left: left, top: top, width: width, height: height, t0: 0, t1: end}
 	// The y range: powers of ten around the latencies, in ms.
 	lo, hi := math.Inf(1), 0.0
 	for i := range r.Ops {
 		if o := &r.Ops[i]; o.Done > 0 {
-			ms := math.Max(float64(latency(o))/1e6, 0.001)
+			ms := math.Max(float64(o.Ended()-o.Call)/1e6, 0.001)
 			lo, hi = math.Min(lo, ms), math.Max(hi, ms)
 		}
 	}
@@ -123,7 +123,7 @@ func Latency(r *Run) Drawing {
 		for i := range r.Ops {
 			o := &r.Ops[i]
 			x := f.x(o.Call)
-			ms := float64(latency(o)) / 1e6
+			ms := float64(o.Ended()-o.Call) / 1e6
 			yy := unknownY
 			unknown := o.Done == 0
 			if !unknown {
@@ -155,9 +155,9 @@ func Latency(r *Run) Drawing {
 		if m.n == 1 {
 			tip = opText(m.o)
 		} else if m.unknown {
-			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, never completed", m.n, m.f, m.t, secs(m.t0), secs(m.t1))
+			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, never completed", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1))
 		} else {
-			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, %.2f to %.2f ms", m.n, m.f, m.t, secs(m.t0), secs(m.t1), m.minMs, m.maxMs)
+			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, %.2f to %.2f ms", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1), m.minMs, m.maxMs)
 		}
 		marker(&b, m.t, float64(m.cx)/10, float64(m.cy)/10, fColor(m.f), esc(tip))
 	}
@@ -179,7 +179,7 @@ func fmtMs(v float64) string {
 // intervals shaded. Hovering a column gives every rate in it.
 func Throughput(r *Run) Drawing {
 	d := Drawing{ID: "throughput", Title: "Throughput"}
-	end := max(historyEnd(r), 1e6)
+	end := max(r.End(), 1e6)
 	const left, width, top, height = 70.0, 1200.0, 10.0, 220.0
 	f := frame{left: left, top: top, width: width, height: height, t0: 0, t1: end}
 	step := niceStep(float64(end)/1e9, 60)
@@ -276,14 +276,4 @@ func legendFs(ops []history.Op) []struct{ F, Color string } {
 func pow10(e int) float64 {
 	v, _ := strconv.ParseFloat("1e"+strconv.Itoa(e), 64)
 	return v
-}
-
-// latency is how long an op took as the history records it: to the
-// client's own reading of the answer when there is one, else to when the
-// harness recorded the completion (an info op: when it gave up).
-func latency(o *history.Op) int64 {
-	if o.Return != math.MaxInt64 && o.Return > 0 {
-		return o.Return - o.Call
-	}
-	return o.Done - o.Call
 }

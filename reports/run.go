@@ -1,15 +1,30 @@
 // Package reports turns a finished run — its history, its verdict and its
-// parameters — into what people and CI read: results.json, report.html,
-// porcupine's visualization, the summary on the terminal, JUnit XML and the
-// GitHub step summary; and it reads a store back (LoadRun, ListRuns) to
-// regenerate a report or serve the store's index on localhost. Reports only
-// read: they never change a verdict, touch a cluster or write outside a
-// run's directory (and the files CI names).
+// parameters — into what people and CI read, and reads a store back to
+// regenerate a report or serve the store's index on localhost. Its files
+// group by what they produce:
+//
+//   - the run: Run and WriteAll (run.go); the verdict's headline and the
+//     natural order of keys (keys.go); the op statistics (stats.go);
+//   - the story of an anomaly, told from the history with the lease
+//     beliefs models derives (story.go, teller.go, storysteps.go);
+//   - the run page, report.html with its SVG figures (html.go, plots.go,
+//     timeline.go, timelinedraw.go, svg.go) and porcupine's visualizations;
+//   - the machine-readable outputs: results.json (results.go, load.go),
+//     JUnit (junit.go), the GitHub step summary (stepsummary.go) and the
+//     terminal summary (summary.go);
+//   - the comparison page of `check compare` (compare.go);
+//   - the store's server and index (serve.go, index.go).
+//
+// Reports only read: they never change a verdict, judge a history (that is
+// models'), touch a cluster or write outside a run's directory (and the
+// files CI names). When an op ended and how seconds are printed are
+// history's rules, not theirs.
 package reports
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -46,6 +61,24 @@ type Run struct {
 	// HistoryNote says what reading the history back left out (its last
 	// line, cut by a kill), or "".
 	HistoryNote string
+}
+
+// End is the time of the last thing the run's history knows.
+func (r *Run) End() int64 {
+	var end int64
+	if n := len(r.Events); n > 0 {
+		end = r.Events[n-1].Time
+	}
+	for i := range r.Ops {
+		end = max(end, r.Ops[i].Call, r.Ops[i].Done)
+	}
+	for _, f := range r.Faults {
+		end = max(end, f.Start)
+		if f.End != math.MaxInt64 {
+			end = max(end, f.End)
+		}
+	}
+	return end
 }
 
 // WriteAll writes results.json, report.html and linearizability.html (and

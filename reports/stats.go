@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // Stats are the counts a report shows beside the verdict.
@@ -67,7 +68,7 @@ func ComputeStats(ops []history.Op) Stats {
 		if o.Type == history.Fail && o.Error == history.ErrFenced {
 			s.Fenced++
 		}
-		if o.Type == history.Fail && o.Error == ErrLeaseLost {
+		if o.Type == history.Fail && o.Error == models.ErrLeaseLost {
 			s.LeasesLost++
 		}
 		if o.F == history.Acquire && o.Type == history.OK {
@@ -76,7 +77,7 @@ func ComputeStats(ops []history.Op) Stats {
 	}
 	s.AcquireMillis = quantiles(acq)
 	s.Processes = len(procs)
-	for _, ov := range Overlaps(Beliefs(ops, end)) {
+	for _, ov := range models.Overlaps(models.Beliefs(ops, end)) {
 		s.Overlaps++
 		s.OverlapS += float64(ov.End-ov.Start) / 1e9
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -95,7 +96,7 @@ func StepSummary(r *Run) string {
 				fmt.Fprintf(&b, "1. … %d more steps in report.html\n", len(steps)-j)
 				break
 			}
-			fmt.Fprintf(&b, "1. `%s` %s\n", secs(s.Time), md(s.Text))
+			fmt.Fprintf(&b, "1. `%s` %s\n", history.Seconds(s.Time), md(s.Text))
 		}
 		b.WriteString("\n</details>\n\n")
 	}

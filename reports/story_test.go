@@ -37,7 +37,7 @@ func TestStoryOfAStaleWrite(t *testing.T) {
 	}
 	text := ""
 	for _, s := range steps {
-		text += secs(s.Time) + " " + s.Text + "\n"
+		text += history.Seconds(s.Time) + " " + s.Text + "\n"
 	}
 	for _, want := range []string{"froze c2", "took the lease on k0 over", "a stale lease holder's write got through", "update is lost", "updates were lost over the run"} {
 		if !strings.Contains(text, want) {

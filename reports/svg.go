@@ -147,11 +147,11 @@ func (f frame) shadeFaults(b *strings.Builder, faults []history.Fault, y0, y1 fl
 
 // faultText describes a fault interval for a tooltip.
 func faultText(ft history.Fault) string {
-	s := fmt.Sprintf("nemesis %s on %s, %s", ft.F, strings.Join(ft.Nodes, ", "), secs(ft.Start))
+	s := fmt.Sprintf("nemesis %s on %s, %s", ft.F, strings.Join(ft.Nodes, ", "), history.Seconds(ft.Start))
 	if ft.End == math.MaxInt64 {
 		s += " until the end of the history (never healed)"
 	} else if ft.End > ft.Start {
-		s += fmt.Sprintf(" to %s (%.2f s)", secs(ft.End), float64(ft.End-ft.Start)/1e9)
+		s += fmt.Sprintf(" to %s (%s)", history.Seconds(ft.End), history.Seconds(ft.End-ft.Start))
 	}
 	if ft.Error != "" {
 		s += ": " + ft.Error
