@@ -65,8 +65,10 @@ type reportView struct {
 	CheckS      float64
 	Events      int
 	Interrupted bool
+	Incomplete  string
 	Error       string
 	HistoryNote string
+	KeysSummary string
 	Command     string
 	Seed        string
 	Params      []Param
@@ -149,7 +151,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 	v := reportView{
 		Name: clean(r.Name), Verdict: r.Result.Verdict, Explanation: clean(res.Explanation),
 		Started: res.Started, DurationS: res.DurationS, CheckS: res.CheckS, Events: res.Events,
-		Interrupted: r.Interrupted, Error: clean(r.Error), HistoryNote: clean(r.HistoryNote), Command: clean(r.Command), Stats: res.Stats,
+		Interrupted: r.Interrupted, Incomplete: clean(r.Incomplete), Error: clean(r.Error), HistoryNote: clean(r.HistoryNote), Command: clean(r.Command), Stats: res.Stats,
 		Timelines: Timelines(r), Latency: Latency(r), Throughput: Throughput(r), Legend: legendFs(r.Ops),
 		Colors: map[string]string{"ok": colorOK, "fail": colorFail, "info": colorInfo, "fault": colorFault,
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
@@ -195,6 +197,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 			v.Invalid = append(v.Invalid, kv)
 		}
 	}
+	if len(r.Result.Keys) > maxListedKeys {
+		v.KeysSummary = keysSummary(r.Result.Keys)
+	}
 	for _, f := range sortedFs(r.Ops) {
 		m := res.Stats.Ops[f]
 		v.Counts = append(v.Counts, countRow{clean(f), m["ok"], m["fail"], m["info"], m["ok"] + m["fail"] + m["info"]})
@@ -238,4 +243,40 @@ func sortedKeys(ops []history.Op) []string {
 	}
 	sortNatural(keys)
 	return keys
+}
+
+// keysSummary sums a table of many keys up in one line: how many are
+// valid (and their sizes), and which are not.
+func keysSummary(keys []models.KeyResult) string {
+	var valid []models.KeyResult
+	var invalid, unknown []string
+	for _, i := range failingFirst(keys) {
+		switch k := keys[i]; k.Verdict {
+		case models.Valid:
+			valid = append(valid, k)
+		case models.Invalid:
+			invalid = append(invalid, k.Key)
+		default:
+			unknown = append(unknown, k.Key)
+		}
+	}
+	s := fmt.Sprintf("%d %s: %d valid", len(keys), plural(len(keys), "key", "keys"), len(valid))
+	if len(valid) > 0 {
+		s += " (" + opsRange(valid) + ")"
+	}
+	if len(invalid) > 0 {
+		s += fmt.Sprintf(", %d invalid (%s)", len(invalid), fewNames(invalid))
+	}
+	if len(unknown) > 0 {
+		s += fmt.Sprintf(", %d unknown (%s)", len(unknown), fewNames(unknown))
+	}
+	return s + "; the failing keys come first in the table."
+}
+
+// fewNames lists up to five names and counts the rest.
+func fewNames(names []string) string {
+	if len(names) <= 5 {
+		return andList(names)
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:5], ", "), len(names)-5)
 }

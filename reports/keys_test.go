@@ -253,3 +253,35 @@ func TestStepSummaryOfAThousandKeys(t *testing.T) {
 		t.Errorf("the step summary's key table:\n%s", out)
 	}
 }
+
+// With many keys the page sums the table up above it, naming the failing
+// keys, and a run that did not finish says what it did not do.
+func TestHTMLSumsManyKeysUpAndSaysARunDidNotFinish(t *testing.T) {
+	r := manyKeys(1000, []int{487}, []int{12})
+	r.Interrupted = true
+	r.Incomplete = "interrupted after 3.0 s of the 1m0s workload, before the final reads"
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	m := regexp.MustCompile(`id="keys-summary">([^<]*)<`).FindStringSubmatch(out)
+	if m == nil || !strings.HasPrefix(m[1], "1000 keys: 998 valid (") || !strings.Contains(m[1], "1 invalid (k487), 1 unknown (k12)") {
+		t.Errorf("no summary of the keys naming the failing ones: %q", m)
+	}
+	m = regexp.MustCompile(`id="incomplete">([^<]*)<`).FindStringSubmatch(out)
+	if m == nil || !strings.Contains(m[1], "interrupted after 3.0 s of the 1m0s workload") {
+		t.Errorf("the page does not say the run did not finish: %q", m)
+	}
+	if strings.Contains(out, `id="interrupted"`) {
+		t.Error("an incomplete run is described twice")
+	}
+	small := manyKeys(3, []int{1}, nil)
+	buf.Reset()
+	if err := WriteHTML(&buf, small); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), `id="keys-summary"`) {
+		t.Error("three keys need no summary line")
+	}
+}
