@@ -305,6 +305,13 @@ func (c *Config) Validate() error {
 	if c.CheckMemory < MinCheckMemory {
 		return usage("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", models.FormatBytes(c.CheckMemory), models.FormatBytes(MinCheckMemory))
 	}
+	if c.Cluster == "inprocess" {
+		for _, flag := range []string{"keep-cluster", "agent-binary"} {
+			if c.Given[flag] {
+				return usage(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
+			}
+		}
+	}
 	if c.Store == "" {
 		return usage("store", "must name a directory")
 	}

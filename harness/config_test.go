@@ -114,6 +114,9 @@ func TestNodesAndPauseDurationOnlyWhenGiven(t *testing.T) {
 		"pause given, a pause":       {"memory", 3, time.Second, "pause-holder", []string{"pause-duration"}, ""},
 		"pause given, a kill holds":  {"etcd", 3, time.Second, "kill", []string{"pause-duration"}, ""},
 		"pause given, latency holds": {"etcd", 3, time.Second, "latency", []string{"pause-duration"}, ""},
+		"memory keep-cluster given":  {"memory", 3, 0, "pause", []string{"keep-cluster"}, "keep-cluster"},
+		"memory agent-binary given":  {"memory", 3, 0, "pause", []string{"agent-binary"}, "agent-binary"},
+		"etcd keep-cluster given":    {"etcd", 3, 0, "pause", []string{"keep-cluster"}, ""},
 	} {
 		cfg := memoryConfig(t, "none", tc.nemesis)
 		cfg.Backend, cfg.Nodes, cfg.PauseDuration = tc.backend, tc.nodes, tc.pause
