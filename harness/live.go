@@ -139,3 +139,13 @@ func (l *liveCheck) stoppedWorkload() bool {
 	defer l.mu.Unlock()
 	return l.found && l.stopOn && l.endWorkload != nil
 }
+
+// foundViolation reports whether the live check found a violation.
+func (l *liveCheck) foundViolation() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.found
+}
