@@ -14,6 +14,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	_ "github.com/fencecheck/fencecheck/backends/all" // every backend the rows run
 )
 
 type row struct {
