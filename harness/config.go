@@ -2,18 +2,17 @@
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
 // history to the checker and the reports. It owns time, phases and the
-// recorder; it never judges a history itself.
+// recorder; it never judges a history itself, and never names a backend:
+// what a backend accepts and how it is set up, it asks backends/registry.
 package harness
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 )
@@ -92,17 +91,11 @@ func (c *Config) phase(name string) {
 }
 
 // UsageError is bad input: it names the flag, what was wrong and what is
-// accepted. The CLI exits 254 on it.
-type UsageError struct {
-	Flag string
-	Msg  string
-}
+// accepted. The CLI exits 254 on it. It is the registry's FlagError, so a
+// backend refusing its own flag's value is bad input as well.
+type UsageError = registry.FlagError
 
-func (e *UsageError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
-
-func usage(flag, format string, args ...any) error {
-	return &UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
-}
+func usage(flag, format string, args ...any) error { return registry.Flagf(flag, format, args...) }
 
 // Faults lists every --nemesis word this build knows.
 var Faults = []string{"none", "pause", "pause-holder", "pause-server", "pause-leader",
@@ -130,17 +123,6 @@ func (c *Config) FencingMode() fenced.Mode { return c.mode }
 func (c *Config) setup(testID string) registry.Setup {
 	return registry.Setup{Recipe: c.Recipe, ServerVersion: c.ServerVersion, Nodes: c.Nodes, LeaseTTL: c.LeaseTTL,
 		Fencing: c.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay}
-}
-
-// newDB asks the backend for its servers' side, with a flag it refuses
-// named as bad input.
-func newDB(b registry.Info, c *Config, testID string) (db backends.DB, servers int, err error) {
-	db, servers, err = b.NewDB(c.setup(testID))
-	var fe *registry.FlagError
-	if errors.As(err, &fe) {
-		return nil, 0, usage(fe.Flag, "%s", fe.Msg)
-	}
-	return db, servers, err
 }
 
 // Defaults fills what was left empty with the backend's defaults.

@@ -71,7 +71,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if id == "" {
 		id = testID(cfg, time.Now())
 	}
-	db, servers, err := newDB(b, cfg, id)
+	db, servers, err := b.NewDB(cfg.setup(id))
 	if err != nil {
 		return nil, err
 	}

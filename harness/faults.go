@@ -169,7 +169,7 @@ func (c *Config) checkFaults(b registry.Info) error {
 	docker := c.Cluster == "docker"
 	servers := 0
 	if docker {
-		_, n, err := newDB(b, c, "")
+		_, n, err := b.NewDB(c.setup(""))
 		if err != nil {
 			return err
 		}

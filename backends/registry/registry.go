@@ -110,8 +110,9 @@ type InProcess interface {
 	Close(ctx context.Context) error
 }
 
-// FlagError is a backend refusing a flag's value: the flag, and what was
-// wrong and what is accepted.
+// FlagError is bad input: it names the flag, what was wrong and what is
+// accepted. A backend refusing its own flag's value returns one, unwrapped;
+// the harness's UsageError is this type, and the CLI exits 254 on it.
 type FlagError struct {
 	Flag string
 	Msg  string
