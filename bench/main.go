@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	_ "github.com/fencecheck/fencecheck/backends/all" // every backend the rows run
 )
 
 type row struct {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
+
+	"github.com/fencecheck/fencecheck/history"
 )
 
 // Labels every object of a test carries.
@@ -97,7 +99,7 @@ func NodeNames(spec Spec) (names, roles []string) {
 		names, roles = append(names, StorageNode), append(roles, RoleStorage)
 	}
 	for i := 1; i <= spec.Clients; i++ {
-		names, roles = append(names, fmt.Sprintf("c%d", i)), append(roles, RoleClient)
+		names, roles = append(names, history.SlotName(i)), append(roles, RoleClient)
 	}
 	return names, roles
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -59,8 +60,8 @@ func DefaultCompareBase() Config {
 // named: every registered backend but the in-process memory one.
 func DefaultCompareBackends() []string {
 	var out []string
-	for _, be := range Backends {
-		if be.Name != "memory" {
+	for _, be := range registry.All() {
+		if be.Clusters[0] != "inprocess" {
 			out = append(out, be.Name)
 		}
 	}
@@ -172,11 +173,13 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 		timeLimit = 15 * time.Second
 	case "full":
 		storages = []string{"fenced"}
-		for _, be := range Backends {
+		for _, be := range registry.All() {
 			storages = append(storages, be.Storages...)
 		}
-		if _, ok := Storages["postgres"]; ok {
-			storages = append(storages, "postgres")
+		for _, st := range registry.SharedStorages() {
+			if st != registry.DefaultStorage {
+				storages = append(storages, st)
+			}
 		}
 		fencing = []string{"none", "writes", "all"}
 		faults = []string{"pause-holder", "pause", "partition", "kill"}
@@ -232,15 +235,15 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 	}
 	m.Faults = faults
 	own := map[string]bool{}
-	for _, be := range Backends {
+	for _, be := range registry.All() {
 		for _, s := range be.Storages {
 			own[s] = true
 		}
 	}
 	for _, s := range storages {
-		if _, shared := Storages[s]; !shared && !own[s] {
+		if !shared(s) && !own[s] {
 			var accepted []string
-			accepted = append(accepted, sharedStorages()...)
+			accepted = append(accepted, registry.SharedStorages()...)
 			for s := range own {
 				accepted = append(accepted, s)
 			}
@@ -268,13 +271,10 @@ func ExpandCompare(spec CompareSpec) (*CompareMatrix, error) {
 		case !everyRecipe:
 			recipes = be.Recipes[:1]
 		}
-		cluster := "docker"
-		if name == "memory" {
-			cluster = "inprocess"
-		}
+		cluster := be.Clusters[0]
 		for _, rc := range recipes {
 			for _, st := range storages {
-				_, shared := Storages[st]
+				shared := shared(st)
 				switch {
 				case shared && cluster == "inprocess" && st != "fenced":
 					continue // an in-process run has only the fenced node

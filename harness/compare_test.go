@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
@@ -33,7 +34,7 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 		t.Errorf("faults %v", m.Faults)
 	}
 	var want []CompareRow
-	for _, b := range Backends {
+	for _, b := range registry.All() {
 		if b.Name == "memory" {
 			continue
 		}
@@ -98,13 +99,13 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	// three fencing modes, on postgres's storage too when it is built in.
 	want := len(etcdInfo.Recipes) // etcd's own storage
 	storages := 1
-	if _, ok := Storages["postgres"]; ok {
+	if shared("postgres") {
 		storages = 2
 		if !hasRow(m, docker("redis", "setnx", "postgres", "writes")) {
 			t.Errorf("no postgres storage row")
 		}
 	}
-	for _, b := range Backends {
+	for _, b := range registry.All() {
 		if b.Name != "memory" {
 			want += len(b.Recipes) * storages * 3
 		}
@@ -181,7 +182,7 @@ func TestExpandCompareFlags(t *testing.T) {
 	}
 }
 
-func mustBackend(t *testing.T, name string) BackendInfo {
+func mustBackend(t *testing.T, name string) registry.Info {
 	b, ok := backendInfo(name)
 	if !ok {
 		t.Fatalf("no backend %s", name)
@@ -428,7 +429,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 			t.Errorf("%s under pause-holder: %s, want %s (%s)", row, got, wantText, strings.TrimSpace(detail))
 		}
 	}
-	for _, b := range Backends {
+	for _, b := range registry.All() {
 		if s, ok := wall[b.Name]; ok && total > 0 {
 			t.Logf("%-10s %5.1f s, %4.1f%% of the suite's run time", b.Name, s, 100*s/total)
 		}

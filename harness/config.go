@@ -2,20 +2,19 @@
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
 // history to the checker and the reports. It owns time, phases and the
-// recorder; it never judges a history itself.
+// recorder; it never judges a history itself, and never names a backend:
+// what a backend accepts and how it is set up, it asks backends/registry.
 package harness
 
 import (
-	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/backends/redis"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -56,9 +55,10 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
-	// RedisPersistence is what the Redis servers keep on disk (default:
-	// the server's own default); what survives a kill decides safety.
-	RedisPersistence string
+	// Options are the backends' own flags by name (registry.Option, e.g.
+	// redis-persistence: what the Redis servers keep on disk); a flag
+	// left out is absent or "".
+	Options map[string]string
 	// JUnit, when set, is where a JUnit XML report goes (one test case
 	// per key), for CI systems.
 	JUnit string
@@ -76,6 +76,9 @@ type Config struct {
 	// count is fixed, --pause-duration without faults) is refused only
 	// when given, so the defaults never fail.
 	Given map[string]bool
+
+	// mode is Fencing parsed; Validate sets it.
+	mode fenced.Mode
 
 	// testID labels a Docker run's objects; Run sets it (tests may
 	// choose it).
@@ -97,83 +100,38 @@ func (c *Config) phase(name string) {
 }
 
 // UsageError is bad input: it names the flag, what was wrong and what is
-// accepted. The CLI exits 254 on it.
-type UsageError struct {
-	Flag string
-	Msg  string
-}
+// accepted. The CLI exits 254 on it. It is the registry's FlagError, so a
+// backend refusing its own flag's value is bad input as well.
+type UsageError = registry.FlagError
 
-func (e *UsageError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
-
-func usage(flag, format string, args ...any) error {
-	return &UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
-}
-
-// BackendInfo says what a backend accepts.
-type BackendInfo struct {
-	Name    string
-	Recipes []string // the first is the default
-	// Storages the backend keeps itself (etcd: the resource in etcd); the
-	// shared ones (Storages, e.g. the fenced node) work with every backend.
-	Storages []string
-	Clusters []string // the first is the default
-	// MinTTL is the shortest lease the flag accepts (a backend may still
-	// clamp it up, and says so).
-	MinTTL time.Duration
-	// Versions of the servers, for --server-version; the first is the
-	// default. Nodes are the accepted --nodes (empty: the backend uses one).
-	Versions []string
-	Nodes    []int
-
-	// NewDB makes the servers' side for a Docker run and says how many
-	// server nodes it needs. It must not start anything: Validate calls it
-	// to learn the server count before anything is created.
-	NewDB func(cfg *Config, testID string) (db backends.DB, servers int, err error)
-	// OpenClient makes one client in an agent. storage is the shared
-	// storage's client, or nil when the backend keeps the resource itself
-	// (spec.Storage is then one of its own storages).
-	OpenClient func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error)
-}
-
-// Backends lists the backends this build can run, by name. Each backend
-// adds itself from its own file (backend_<name>.go), so adding a backend
-// touches no shared code.
-var Backends []BackendInfo
-
-func register(b BackendInfo) {
-	Backends = append(Backends, b)
-	sort.Slice(Backends, func(i, j int) bool { return Backends[i].Name < Backends[j].Name })
-}
+func usage(flag, format string, args ...any) error { return registry.Flagf(flag, format, args...) }
 
 // Faults lists every --nemesis word this build knows.
 var Faults = []string{"none", "pause", "pause-holder", "pause-server", "pause-leader",
 	"partition", "partition-one", "partition-halves", "partition-ring", "partition-bridge", "partition-primary",
 	"partition-client", "partition-client-storage", "kill", "kill-leader", "latency"}
 
-func backendInfo(name string) (BackendInfo, bool) {
-	for _, b := range Backends {
-		if b.Name == name {
-			return b, true
-		}
-	}
-	return BackendInfo{}, false
+// backendInfo asks the registry about a backend: each backend describes
+// itself there (backends/registry), so adding one touches no code here.
+func backendInfo(name string) (registry.Info, bool) { return registry.Lookup(name) }
+
+func names() []string { return registry.Names() }
+
+// shared reports whether storage is one every backend can guard (the
+// fenced node, a PostgreSQL row), not a backend's own.
+func shared(storage string) bool {
+	_, ok := registry.Storage(storage)
+	return ok
 }
 
-func sharedStorages() []string {
-	var out []string
-	for k := range Storages {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+// FencingMode is what the shared storage checks tokens on, as Validate
+// parsed it.
+func (c *Config) FencingMode() fenced.Mode { return c.mode }
 
-func names() []string {
-	var out []string
-	for _, b := range Backends {
-		out = append(out, b.Name)
-	}
-	return out
+// setup is what the backend is told about this test.
+func (c *Config) setup(testID string) registry.Setup {
+	return registry.Setup{Recipe: c.Recipe, ServerVersion: c.ServerVersion, Nodes: c.Nodes, LeaseTTL: c.LeaseTTL,
+		Fencing: c.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay}
 }
 
 // Defaults fills what was left empty with the backend's defaults.
@@ -183,7 +141,7 @@ func (c *Config) Defaults() {
 			c.Recipe = b.Recipes[0]
 		}
 		if c.Storage == "" {
-			c.Storage = "fenced"
+			c.Storage = registry.DefaultStorage
 		}
 		if c.Cluster == "" {
 			c.Cluster = b.Clusters[0]
@@ -205,7 +163,7 @@ func (c *Config) Defaults() {
 	}
 	if c.Name == "" {
 		storage := c.Storage
-		if _, shared := Storages[c.Storage]; shared {
+		if shared(c.Storage) {
 			storage += "-" + c.Fencing
 		}
 		c.Name = fmt.Sprintf("%s-%s-%s-%s", c.Backend, c.Recipe, storage, strings.Join(c.Nemesis, "+"))
@@ -221,15 +179,15 @@ func (c *Config) Validate() error {
 	if !slices.Contains(b.Recipes, c.Recipe) {
 		return usage("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
 	}
-	_, shared := Storages[c.Storage]
+	shared := shared(c.Storage)
 	if !shared && !slices.Contains(b.Storages, c.Storage) {
-		accepted := append(sharedStorages(), b.Storages...)
+		accepted := append(registry.SharedStorages(), b.Storages...)
 		return usage("storage", "backend %s cannot use storage %q (accepted: %s; a backend's own storage, such as etcd, needs that backend)", c.Backend, c.Storage, strings.Join(accepted, ", "))
 	}
 	if !shared && c.Fencing != "none" {
-		return usage("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(sharedStorages(), ", "))
+		return usage("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(registry.SharedStorages(), ", "))
 	}
-	if shared && c.Cluster == "inprocess" && c.Storage != "fenced" {
+	if shared && c.Cluster == "inprocess" && c.Storage != registry.DefaultStorage {
 		return usage("storage", "storage %s needs --cluster docker", c.Storage)
 	}
 	if !slices.Contains(b.Clusters, c.Cluster) {
@@ -244,15 +202,14 @@ func (c *Config) Validate() error {
 	if err := c.checkNodes(b); err != nil {
 		return err
 	}
-	if c.RedisPersistence != "" && c.Backend != "redis" {
-		return usage("redis-persistence", "applies to --backend redis only")
+	if err := c.checkOptions(b); err != nil {
+		return err
 	}
-	if err := redis.CheckPersistence(c.RedisPersistence); err != nil {
-		return usage("redis-persistence", "%v", err)
-	}
-	if _, err := fenced.ParseMode(c.Fencing); err != nil {
+	mode, err := fenced.ParseMode(c.Fencing)
+	if err != nil {
 		return usage("fencing", "%v", err)
 	}
+	c.mode = mode
 	if len(c.Nemesis) == 0 {
 		return usage("nemesis", "empty list (use none for no faults; accepted: %s)", strings.Join(Faults, ", "))
 	}
@@ -322,18 +279,38 @@ func (c *Config) Validate() error {
 // size; elsewhere the count is fixed (one server, or the recipe's), and a
 // given --nodes is refused as --server-version and --redis-persistence
 // are where they mean nothing.
-func (c *Config) checkNodes(b BackendInfo) error {
+func (c *Config) checkNodes(b registry.Info) error {
 	if len(b.Nodes) == 0 {
 		if !c.Given["nodes"] {
 			return nil
 		}
-		if c.Backend == "redis" {
-			return usage("nodes", "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag")
+		if b.FixedNodes != "" {
+			return usage("nodes", "%s", b.FixedNodes)
 		}
 		return usage("nodes", "backend %s runs one server; drop the flag", c.Backend)
 	}
 	if (c.Cluster == "docker" || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
 		return usage("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
+	}
+	return nil
+}
+
+// checkOptions: a backend's own flag (registry.Option) is refused with
+// any other backend, and checked by its backend.
+func (c *Config) checkOptions(b registry.Info) error {
+	for _, flag := range slices.Sorted(maps.Keys(c.Options)) {
+		if _, ok := b.Option(flag); !ok && c.Options[flag] != "" {
+			owners := registry.OptionOwners(flag)
+			if len(owners) == 0 {
+				return usage(flag, "no backend in this build has this flag")
+			}
+			return usage(flag, "applies to --backend %s only", strings.Join(owners, ", "))
+		}
+	}
+	for _, o := range b.Options {
+		if err := o.Check(c.Options[o.Flag]); err != nil {
+			return usage(o.Flag, "%v", err)
+		}
 	}
 	return nil
 }

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/backends/etcd"
-	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/harness/agent"
+	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -71,7 +71,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if id == "" {
 		id = testID(cfg, time.Now())
 	}
-	db, servers, err := b.NewDB(cfg, id)
+	db, servers, err := b.NewDB(cfg.setup(id))
 	if err != nil {
 		return nil, err
 	}
@@ -88,9 +88,9 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
 	}
-	if _, ok := db.(*etcd.DB); ok {
-		if secs, clamped := etcd.TTLSeconds(cfg.LeaseTTL); clamped {
-			logf("etcd grants leases in whole seconds of at least %s: --lease-ttl %s is clamped to %ds", etcd.MinTTL, cfg.LeaseTTL, secs)
+	if b.Notes != nil {
+		for _, note := range b.Notes(cfg.setup(id)) {
+			logf("%s", note)
 		}
 	}
 	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
@@ -111,8 +111,8 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)
 	}
 	var url, secret string
-	if k, ok := Storages[cfg.Storage]; ok {
-		url, secret, err = k.Start(ctx, s)
+	if k, ok := registry.Storage(cfg.Storage); ok {
+		url, secret, err = k.Start(ctx, cl, cfg.setup(id))
 		if err != nil {
 			s.Close(context.Background())
 			return nil, fmt.Errorf("starting the storage (%s) in the storage node: %w", cfg.Storage, err)
@@ -131,7 +131,7 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 	if err != nil {
 		return nil, err
 	}
-	node := memory.SlotName(slot)
+	node := history.SlotName(slot)
 	// No pause until the agent has answered: one frozen half way through
 	// its start would fail the slot.
 	defer s.cluster.HoldOffPause(node)()

@@ -103,7 +103,7 @@ func TestDockerRedisIncrTokenUnderKill(t *testing.T) {
 		t.Run(c.persistence, func(t *testing.T) {
 			cfg := dockerConfig(t, "redis", "all", "kill")
 			cfg.Recipe = redis.SetNXIncr
-			cfg.RedisPersistence = c.persistence
+			cfg.Options = map[string]string{redis.PersistenceFlag: c.persistence}
 			out := runDocker(t, cfg)
 			if n := nemesisEvents(t, out, "kill"); n == 0 {
 				t.Fatalf("no kill took effect (store %s)", out.Dir)

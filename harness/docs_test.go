@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -54,11 +55,11 @@ func readRepo(t *testing.T, rel string) string {
 // one fault: backend-recipe-storage[-fencing]-fault.
 func derivedNames() map[string]bool {
 	out := map[string]bool{}
-	for _, b := range Backends {
+	for _, b := range registry.All() {
 		for _, rc := range b.Recipes {
-			for _, st := range append(sharedStorages(), b.Storages...) {
+			for _, st := range append(registry.SharedStorages(), b.Storages...) {
 				fencings := []string{"none", "writes", "all"}
-				if _, shared := Storages[st]; !shared {
+				if !shared(st) {
 					fencings = []string{"none"}
 				}
 				for _, f := range fencings {
@@ -116,7 +117,7 @@ func TestDocumentedRunNamesExist(t *testing.T) {
 
 func names2() []string {
 	var out []string
-	for _, b := range Backends {
+	for _, b := range registry.All() {
 		out = append(out, b.Name)
 	}
 	return out

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -52,11 +52,11 @@ func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.H
 	slots := func(context.Context) ([]string, error) {
 		var ts []string
 		for i := 1; i <= cfg.Clients; i++ {
-			ts = append(ts, memory.SlotName(i))
+			ts = append(ts, history.SlotName(i))
 		}
 		return ts, nil
 	}
-	slotOf := func(p int) string { return memory.SlotName(p%cfg.Clients + 1) }
+	slotOf := func(p int) string { return history.SlotOf(p, cfg.Clients) }
 	var holders *nemesis.Holders
 	holder := func() *nemesis.Holders {
 		if holders == nil {
@@ -165,11 +165,11 @@ func unavailable(cfg *Config, word string, docker bool, servers int) error {
 
 // checkFaults asks of every fault in --nemesis whether the cluster the
 // config describes can inject it, as buildFaults will.
-func (c *Config) checkFaults(b BackendInfo) error {
+func (c *Config) checkFaults(b registry.Info) error {
 	docker := c.Cluster == "docker"
 	servers := 0
 	if docker {
-		_, n, err := b.NewDB(c, "")
+		_, n, err := b.NewDB(c.setup(""))
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/fencecheck/fencecheck/backends/all" // the backends the tests run
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )

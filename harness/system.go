@@ -6,8 +6,7 @@ import (
 	"io"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -23,31 +22,18 @@ type System interface {
 	Close(ctx context.Context) error
 }
 
-// inProcess adapts the memory backend's in-process system.
-type inProcess struct{ *memory.InProcess }
+// inProcess adapts a backend's in-process system: its slots are what the
+// nemesis freezes.
+type inProcess struct{ registry.InProcess }
 
 func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
-func (s inProcess) Info() map[string]string {
-	return map[string]string{"lock service": "memory lease service (in process)", "storage node": "fenced store (in process), fencing " + string(s.Store.Mode())}
-}
-func (s inProcess) Close(context.Context) error {
-	s.ThawAll()
-	return nil
-}
 
 // openSystem sets up what cfg asks for.
 func openSystem(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
-	mode, err := fenced.ParseMode(cfg.Fencing)
-	if err != nil {
-		return nil, err
-	}
+	b, _ := backendInfo(cfg.Backend)
 	switch {
-	case cfg.Backend == "memory" && cfg.Cluster == "inprocess":
-		ip := memory.NewInProcess(cfg.LeaseTTL, mode)
-		if cfg.NoNetworkDelay {
-			ip.Delay = 0
-		}
-		return inProcess{ip}, nil
+	case cfg.Cluster == "inprocess" && b.InProcess != nil:
+		return inProcess{b.InProcess(cfg.setup(""))}, nil
 	case cfg.Cluster == "docker":
 		return openDocker(ctx, cfg, dir, logf, progress)
 	}

@@ -99,7 +99,7 @@ func (w *worker) retire(ctx context.Context) error {
 	w.process += w.slots
 	c, err := w.sys.NewClient(ctx, w.slot)
 	if err != nil {
-		return fmt.Errorf("slot c%d: opening a new client: %w", w.slot, err)
+		return fmt.Errorf("slot %s: opening a new client: %w", history.SlotName(w.slot), err)
 	}
 	w.client = c
 	return nil
@@ -180,7 +180,7 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 		c, err := sys.NewClient(ctx, slot)
 		if err != nil {
 			wg.Wait()
-			return next, fmt.Errorf("slot c%d: opening a client: %w", slot, err)
+			return next, fmt.Errorf("slot %s: opening a client: %w", history.SlotName(slot), err)
 		}
 		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
 			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, hold: hold}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/history"
 )
 
 // Yardstick sets up the Docker system cfg describes and runs `check loop`
@@ -46,7 +47,7 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := s.cluster.Exec(ctx, fmt.Sprintf("c%d", i+1), []string{compose.BinaryPath, "loop", "--spec", string(spec),
+			res, err := s.cluster.Exec(ctx, history.SlotName(i+1), []string{compose.BinaryPath, "loop", "--spec", string(spec),
 				"--clients", "1", "--duration", d.String()})
 			switch {
 			case err != nil:

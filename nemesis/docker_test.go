@@ -378,7 +378,7 @@ func TestDockerPartition(t *testing.T) {
 		t.FailNow()
 	}
 
-	holders := &nemesis.Holders{SlotOf: func(p int) string { return memory.SlotName(p%2 + 1) }}
+	holders := &nemesis.Holders{SlotOf: func(p int) string { return history.SlotOf(p, 2) }}
 	holders.Observe(history.Event{Index: 1, Process: 3, Type: history.OK, F: history.Acquire, Key: "k0", Token: 5})
 
 	shapes := append(slices.Clone(nemesis.ServerShapes), nemesis.ClientFromServers, nemesis.ClientFromStorage)
@@ -679,7 +679,7 @@ func TestDockerScheduleInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers := names(c, compose.RoleServer)
-	holders := &nemesis.Holders{SlotOf: func(p int) string { return memory.SlotName(p%2 + 1) }}
+	holders := &nemesis.Holders{SlotOf: func(p int) string { return history.SlotOf(p, 2) }}
 	holders.Observe(history.Event{Index: 1, Process: 0, Type: history.OK, F: history.Acquire, Key: "k0", Token: 1})
 	primary := func(ctx context.Context) (string, error) { return db.Primary(ctx, c) }
 	faults := []nemesis.Fault{

@@ -2,12 +2,12 @@ package memory
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/history"
 )
 
 // InProcess is the whole system under test in one process: the lease
@@ -29,9 +29,6 @@ func NewInProcess(ttl time.Duration, mode fenced.Mode) *InProcess {
 	return &InProcess{Service: NewService(ttl), Store: fenced.NewStore(mode), Delay: NetworkDelay, gates: map[string]*Gate{}}
 }
 
-// SlotName names client slot i (1-based).
-func SlotName(i int) string { return fmt.Sprintf("c%d", i) }
-
 func (s *InProcess) gate(name string) *Gate {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -46,7 +43,7 @@ func (s *InProcess) gate(name string) *Gate {
 // NewClient opens a client in slot (1-based); every client of a slot shares
 // its gate, as every process in a container shares its freezer.
 func (s *InProcess) NewClient(_ context.Context, slot int) (backends.Client, error) {
-	return NewClient(s.Service, s.Store, s.Service.TTL(), s.gate(SlotName(slot))).WithNetworkDelay(s.Delay), nil
+	return NewClient(s.Service, s.Store, s.Service.TTL(), s.gate(history.SlotName(slot))).WithNetworkDelay(s.Delay), nil
 }
 
 // Freeze stops every client in the slot named target.
@@ -68,4 +65,15 @@ func (s *InProcess) ThawAll() {
 	for _, g := range s.gates {
 		g.Thaw()
 	}
+}
+
+// Info describes the system for the report.
+func (s *InProcess) Info() map[string]string {
+	return map[string]string{"lock service": "memory lease service (in process)", "storage node": "fenced store (in process), fencing " + string(s.Store.Mode())}
+}
+
+// Close resumes every slot; nothing else outlives the run.
+func (s *InProcess) Close(context.Context) error {
+	s.ThawAll()
+	return nil
 }

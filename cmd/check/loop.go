@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/backends/registry"
 )
 
 // LoopResult is what `check loop` prints: the bare client loop's numbers,
@@ -48,7 +48,7 @@ func newLoopCmd() *cobra.Command {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					c, err := harness.OpenClient(context.Background(), spec)
+					c, err := registry.OpenClient(context.Background(), spec)
 					if err != nil {
 						fmt.Fprintln(cmd.ErrOrStderr(), err)
 						return

@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	_ "github.com/fencecheck/fencecheck/backends/all" // the backends this binary runs
 	"github.com/fencecheck/fencecheck/harness"
 )
 

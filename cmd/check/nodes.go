@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/agent"
 )
@@ -96,7 +97,7 @@ Without --spec the first line of stdin is the spec: that keeps any secret in it
 				return usageErr("--spec: %v", err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			c, err := harness.OpenClient(ctx, spec)
+			c, err := registry.OpenClient(ctx, spec)
 			cancel()
 			if err != nil {
 				return &exitError{harness.ExitFailed, err}

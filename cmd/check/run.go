@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 )
 
@@ -29,6 +30,7 @@ func newRootCmd() *cobra.Command {
 	var nemesis, concurrency string
 	var testCount int
 	var keepGoing bool
+	options := map[string]*string{} // the backends' own flags
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Test whether a distributed lock is actually safe",
@@ -47,6 +49,10 @@ at the newest.`,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.Nemesis = splitList(nemesis)
+			cfg.Options = map[string]string{}
+			for flag, v := range options {
+				cfg.Options[flag] = *v
+			}
 			if cmd.Flags().Changed("concurrency") {
 				n, err := parseConcurrency(concurrency, cfg.Nodes)
 				if err != nil {
@@ -116,7 +122,10 @@ at the newest.`,
 	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", "store", "directory for the runs' results")
-	f.StringVar(&cfg.RedisPersistence, "redis-persistence", "", "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always")
+	// Each backend's own flags (e.g. --redis-persistence), as it describes them.
+	for _, o := range registry.Options() {
+		options[o.Flag] = f.String(o.Flag, "", o.Usage)
+	}
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
@@ -131,11 +140,7 @@ at the newest.`,
 }
 
 func backendNames() string {
-	var ns []string
-	for _, b := range harness.Backends {
-		ns = append(ns, b.Name)
-	}
-	return strings.Join(ns, ", ")
+	return strings.Join(registry.Names(), ", ")
 }
 
 func splitList(s string) []string {

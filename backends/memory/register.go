@@ -1,4 +1,4 @@
-package harness
+package memory
 
 import (
 	"context"
@@ -7,21 +7,28 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/backends/memory"
+	"github.com/fencecheck/fencecheck/backends/registry"
 )
 
 func init() {
-	register(BackendInfo{
+	registry.Register(registry.Info{
 		Name: "memory", Recipes: []string{"lease"}, Clusters: []string{"inprocess", "docker"},
 		MinTTL: 50 * time.Millisecond,
-		NewDB: func(cfg *Config, _ string) (backends.DB, int, error) {
-			return &memory.DB{TTL: cfg.LeaseTTL}, 1, nil
+		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			return &DB{TTL: s.LeaseTTL}, 1, nil
+		},
+		InProcess: func(s registry.Setup) registry.InProcess {
+			ip := NewInProcess(s.LeaseTTL, s.Fencing)
+			if s.NoNetworkDelay {
+				ip.Delay = 0
+			}
+			return ip
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			if len(spec.Endpoints) != 1 {
 				return nil, fmt.Errorf("the memory backend needs one lockd endpoint, got %v", spec.Endpoints)
 			}
-			return memory.NewClient(&memory.Remote{URL: spec.Endpoints[0], Client: httpClient()}, storage, spec.LeaseTTL, nil), nil
+			return NewClient(&Remote{URL: spec.Endpoints[0], Client: registry.HTTPClient()}, storage, spec.LeaseTTL, nil), nil
 		},
 	})
 }

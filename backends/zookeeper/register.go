@@ -1,22 +1,22 @@
-package harness
+package zookeeper
 
 import (
 	"context"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/backends/zookeeper"
+	"github.com/fencecheck/fencecheck/backends/registry"
 )
 
 func init() {
-	register(BackendInfo{
+	registry.Register(registry.Info{
 		Name: "zookeeper", Recipes: []string{"lock"}, Clusters: []string{"docker"},
-		MinTTL: zookeeper.MinTTL, Nodes: []int{3, 5},
-		NewDB: func(cfg *Config, _ string) (backends.DB, int, error) {
-			return &zookeeper.DB{TTL: cfg.LeaseTTL}, cfg.Nodes, nil
+		MinTTL: MinTTL, Nodes: []int{3, 5},
+		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			return &DB{TTL: s.LeaseTTL}, s.Nodes, nil
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
-			return zookeeper.NewClient(spec.Endpoints, spec.LeaseTTL, storage)
+			return NewClient(spec.Endpoints, spec.LeaseTTL, storage)
 		},
 	})
 }

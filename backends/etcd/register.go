@@ -1,0 +1,30 @@
+package etcd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/registry"
+)
+
+func init() {
+	registry.Register(registry.Info{
+		Name: "etcd", Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []string{"docker"},
+		MinTTL: 100 * time.Millisecond, Versions: []string{"3.6", "3.4"}, Nodes: []int{3, 5},
+		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			return &DB{Version: s.ServerVersion, TestID: s.TestID}, s.Nodes, nil
+		},
+		Notes: func(s registry.Setup) []string {
+			if secs, clamped := TTLSeconds(s.LeaseTTL); clamped {
+				return []string{fmt.Sprintf("etcd grants leases in whole seconds of at least %s: --lease-ttl %s is clamped to %ds", MinTTL, s.LeaseTTL, secs)}
+			}
+			return nil
+		},
+		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
+			return NewRecipeClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
+		},
+	})
+}

@@ -1,0 +1,38 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+func init() {
+	registry.Register(registry.Info{
+		Name: "postgres", Recipes: Recipes, Clusters: []string{"docker"},
+		MinTTL: MinTTL,
+		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil
+		},
+		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
+			return OpenClient(spec, storage)
+		},
+	})
+	// A row in PostgreSQL, fenced in SQL: a shared storage every backend
+	// can guard.
+	registry.RegisterStorage(registry.StorageKind{
+		Name: "postgres",
+		Start: func(ctx context.Context, c *compose.Cluster, s registry.Setup) (string, string, error) {
+			return StartStorage(ctx, c, s.LeaseTTL)
+		},
+		Open: func(_ context.Context, spec backends.ClientSpec, mode fenced.Mode) (fenced.Storage, error) {
+			if spec.StorageURL == "" || spec.Secret == "" {
+				return nil, errors.New("storage postgres needs its URL and password")
+			}
+			return NewStorage(spec.StorageURL, spec.Secret, mode)
+		},
+	})
+}

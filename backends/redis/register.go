@@ -1,0 +1,33 @@
+package redis
+
+import (
+	"context"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/registry"
+)
+
+// PersistenceFlag is the flag that says what the servers keep on disk.
+const PersistenceFlag = "redis-persistence"
+
+func init() {
+	registry.Register(registry.Info{
+		Name: "redis", Recipes: Recipes, Clusters: []string{"docker"},
+		MinTTL:     100 * time.Millisecond,
+		FixedNodes: "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag",
+		Options: []registry.Option{{Flag: PersistenceFlag, Check: CheckPersistence,
+			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"}},
+		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			servers, err := Servers(s.Recipe)
+			if err != nil {
+				return nil, 0, registry.Flagf("recipe", "%v", err)
+			}
+			return &DB{Recipe: s.Recipe, Persistence: s.Options[PersistenceFlag]}, servers, nil
+		},
+		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
+			return NewClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
+		},
+	})
+}

@@ -1,0 +1,287 @@
+// Package registry is where each backend describes itself: its recipes,
+// storages and clusters, its server counts and versions, its own flags and
+// their validation, its notes, how it makes its servers (Docker), its
+// whole system in one process (if it has one) and its clients (in an
+// agent). Every backend package registers itself here from an init
+// function; a binary picks the backends it carries by importing them
+// (backends/all imports every one).
+//
+// The harness asks the registry and never names a backend. The registry
+// must never import a specific backend package, start anything when asked
+// what a backend accepts, or know about runs, histories or verdicts.
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/compose"
+)
+
+// Setup is what a backend is told about one test: the validated flags that
+// concern it.
+type Setup struct {
+	Recipe        string
+	ServerVersion string
+	// Nodes is --nodes; a backend with a fixed server count ignores it.
+	Nodes    int
+	LeaseTTL time.Duration
+	// Fencing is what the shared storage checks tokens on.
+	Fencing fenced.Mode
+	// Options are the backend's own flags (Info.Options), by flag name;
+	// an absent one is "".
+	Options map[string]string
+	// TestID labels a Docker run's objects ("" when only asked for the
+	// server count).
+	TestID string
+	// NoNetworkDelay drops an in-process system's simulated network
+	// delay, so a benchmark measures the harness alone.
+	NoNetworkDelay bool
+}
+
+// Option is a flag only one backend understands, e.g. what Redis servers
+// keep on disk. The flag is refused with any other backend.
+type Option struct {
+	Flag  string
+	Usage string
+	// Check validates the value ("" is the flag not given, and must be
+	// accepted); its error names what is accepted.
+	Check func(value string) error
+}
+
+// Info describes a backend: what it accepts and how it is set up.
+type Info struct {
+	Name    string
+	Recipes []string // the first is the default
+	// Storages the backend keeps itself (etcd: the resource in etcd); the
+	// shared ones (Storages, e.g. the fenced node) work with every backend.
+	Storages []string
+	// Clusters it runs on, "inprocess" or "docker"; the first is the
+	// default. "inprocess" needs InProcess.
+	Clusters []string
+	// MinTTL is the shortest lease the flag accepts (a backend may still
+	// clamp it up, and says so in Notes).
+	MinTTL time.Duration
+	// Versions of the servers, for --server-version; the first is the
+	// default. Nodes are the accepted --nodes (empty: the backend's
+	// server count is fixed, and FixedNodes says why --nodes is refused).
+	Versions   []string
+	Nodes      []int
+	FixedNodes string
+	// Options are the backend's own flags.
+	Options []Option
+
+	// NewDB makes the servers' side for a Docker run and says how many
+	// server nodes it needs. It must not start anything: validation calls
+	// it to learn the server count before anything is created. An error
+	// about a flag is a *FlagError.
+	NewDB func(s Setup) (db backends.DB, servers int, err error)
+	// Notes, if set, are what the run's log should say about this setup
+	// (e.g. a lease clamped to what the servers can grant).
+	Notes func(s Setup) []string
+	// InProcess makes the whole system in this process, for --cluster
+	// inprocess.
+	InProcess func(s Setup) InProcess
+	// OpenClient makes one client in an agent. storage is the shared
+	// storage's client, or nil when the backend keeps the resource itself
+	// (spec.Storage is then one of its own storages).
+	OpenClient func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error)
+}
+
+// InProcess is a backend's whole system under test in one process: the
+// lock service, the storage and one freezable slot per client, named as
+// history.SlotName names them.
+type InProcess interface {
+	// NewClient opens a client for a process running in slot (1-based).
+	NewClient(ctx context.Context, slot int) (backends.Client, error)
+	// Freeze and Thaw stop and resume every client in the named slot.
+	Freeze(ctx context.Context, slot string) error
+	Thaw(ctx context.Context, slot string) error
+	// Info describes the system for the report.
+	Info() map[string]string
+	// Close resumes every slot.
+	Close(ctx context.Context) error
+}
+
+// FlagError is bad input: it names the flag, what was wrong and what is
+// accepted. A backend refusing its own flag's value returns one, unwrapped;
+// the harness's UsageError is this type, and the CLI exits 254 on it.
+type FlagError struct {
+	Flag string
+	Msg  string
+}
+
+func (e *FlagError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
+
+// Flagf makes a *FlagError.
+func Flagf(flag, format string, args ...any) error {
+	return &FlagError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+var infos []Info
+
+// Register adds a backend; each backend package calls it from init.
+func Register(b Info) {
+	if b.Name == "" || len(b.Recipes) == 0 || len(b.Clusters) == 0 {
+		panic(fmt.Sprintf("registry: backend %q needs a name, recipes and clusters", b.Name))
+	}
+	if _, dup := Lookup(b.Name); dup {
+		panic(fmt.Sprintf("registry: backend %q registered twice", b.Name))
+	}
+	if slices.Contains(b.Clusters, "inprocess") != (b.InProcess != nil) {
+		panic(fmt.Sprintf("registry: backend %q: cluster inprocess and InProcess go together", b.Name))
+	}
+	infos = append(infos, b)
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+}
+
+// All lists the registered backends by name.
+func All() []Info { return slices.Clone(infos) }
+
+// Lookup finds a backend by name.
+func Lookup(name string) (Info, bool) {
+	for _, b := range infos {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Info{}, false
+}
+
+// Names lists the registered backends' names.
+func Names() []string {
+	var out []string
+	for _, b := range infos {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+// Option finds backend b's own flag.
+func (b Info) Option(flag string) (Option, bool) {
+	for _, o := range b.Options {
+		if o.Flag == flag {
+			return o, true
+		}
+	}
+	return Option{}, false
+}
+
+// Options lists every backend's own flags, sorted by flag, each once.
+func Options() []Option {
+	seen := map[string]bool{}
+	var out []Option
+	for _, b := range infos {
+		for _, o := range b.Options {
+			if !seen[o.Flag] {
+				seen[o.Flag] = true
+				out = append(out, o)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Flag < out[j].Flag })
+	return out
+}
+
+// OptionOwners names the backends that understand flag.
+func OptionOwners(flag string) []string {
+	var out []string
+	for _, b := range infos {
+		if _, ok := b.Option(flag); ok {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// StorageKind is a resource every backend can guard, run in the storage
+// node.
+type StorageKind struct {
+	Name string
+	// Start runs the storage's server in the storage node and returns
+	// the address clients use and a secret (a password), if any.
+	Start func(ctx context.Context, c *compose.Cluster, s Setup) (url, secret string, err error)
+	// Open makes the storage's client in an agent, checking tokens as mode
+	// says where the storage checks them itself.
+	Open func(ctx context.Context, spec backends.ClientSpec, mode fenced.Mode) (fenced.Storage, error)
+}
+
+var storages = map[string]StorageKind{}
+
+// RegisterStorage adds a shared storage.
+func RegisterStorage(k StorageKind) {
+	if _, dup := storages[k.Name]; dup {
+		panic(fmt.Sprintf("registry: storage %q registered twice", k.Name))
+	}
+	storages[k.Name] = k
+}
+
+// Storage finds a shared storage by name.
+func Storage(name string) (StorageKind, bool) {
+	k, ok := storages[name]
+	return k, ok
+}
+
+// SharedStorages lists the shared storages' names, sorted.
+func SharedStorages() []string {
+	var out []string
+	for k := range storages {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DefaultStorage is the shared storage a test uses unless told otherwise:
+// the fenced storage node, which every backend and cluster can use.
+const DefaultStorage = "fenced"
+
+func init() {
+	RegisterStorage(StorageKind{
+		Name: DefaultStorage,
+		Start: func(ctx context.Context, c *compose.Cluster, s Setup) (string, string, error) {
+			url, err := fenced.StartNode(ctx, c, s.Fencing)
+			return url, "", err
+		},
+		Open: func(_ context.Context, spec backends.ClientSpec, _ fenced.Mode) (fenced.Storage, error) {
+			if spec.StorageURL == "" {
+				return nil, errors.New("storage fenced needs its URL")
+			}
+			return &fenced.Remote{URL: spec.StorageURL, Client: HTTPClient()}, nil
+		},
+	})
+}
+
+// HTTPClient is the HTTP client an agent's clients share.
+func HTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
+}
+
+// OpenClient opens the client a spec describes, in the process that will
+// run it: `check agent` in a client container.
+func OpenClient(ctx context.Context, spec backends.ClientSpec) (backends.Client, error) {
+	b, ok := Lookup(spec.Backend)
+	if !ok {
+		return nil, fmt.Errorf("no client for backend %q", spec.Backend)
+	}
+	var storage fenced.Storage
+	if k, ok := storages[spec.Storage]; ok {
+		mode, err := fenced.ParseMode(spec.Fencing)
+		if err != nil {
+			return nil, err
+		}
+		st, err := k.Open(ctx, spec, mode)
+		if err != nil {
+			return nil, err
+		}
+		storage = st
+	}
+	return b.OpenClient(ctx, spec, storage)
+}

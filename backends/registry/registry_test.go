@@ -1,0 +1,61 @@
+package registry_test
+
+import (
+	"slices"
+	"testing"
+
+	_ "github.com/fencecheck/fencecheck/backends/all"
+	"github.com/fencecheck/fencecheck/backends/registry"
+)
+
+// Every backend describes itself completely: the harness relies on each
+// field it asks about.
+func TestEveryBackendDescribesItself(t *testing.T) {
+	want := []string{"etcd", "memory", "postgres", "redis", "zookeeper"}
+	if got := registry.Names(); !slices.Equal(got, want) {
+		t.Fatalf("Names() = %v, want %v", got, want)
+	}
+	for _, b := range registry.All() {
+		if b.NewDB == nil || b.OpenClient == nil || b.MinTTL <= 0 {
+			t.Errorf("%s: NewDB, OpenClient and MinTTL are required", b.Name)
+		}
+		if slices.Contains(b.Clusters, "inprocess") != (b.InProcess != nil) {
+			t.Errorf("%s: clusters %v and InProcess disagree", b.Name, b.Clusters)
+		}
+		// Asking for the server count starts nothing and needs no test id.
+		if _, n, err := b.NewDB(registry.Setup{Recipe: b.Recipes[0], Nodes: 3, LeaseTTL: b.MinTTL}); err != nil || n < 1 {
+			t.Errorf("%s: NewDB for the default recipe = %d servers, %v", b.Name, n, err)
+		}
+	}
+	if got := registry.SharedStorages(); !slices.Equal(got, []string{"fenced", "postgres"}) {
+		t.Errorf("SharedStorages() = %v", got)
+	}
+}
+
+// A backend's own flag belongs to it alone, and its check is its own.
+func TestOptionsBelongToTheirBackend(t *testing.T) {
+	if got := registry.OptionOwners("redis-persistence"); !slices.Equal(got, []string{"redis"}) {
+		t.Fatalf("owners of redis-persistence = %v", got)
+	}
+	redis, _ := registry.Lookup("redis")
+	o, ok := redis.Option("redis-persistence")
+	if !ok {
+		t.Fatal("redis has no redis-persistence option")
+	}
+	if err := o.Check(""); err != nil {
+		t.Errorf("the flag left out is refused: %v", err)
+	}
+	if err := o.Check("sometimes"); err == nil {
+		t.Error("an unknown persistence is accepted")
+	}
+	etcd, _ := registry.Lookup("etcd")
+	if _, ok := etcd.Option("redis-persistence"); ok {
+		t.Error("etcd claims redis-persistence")
+	}
+	// A recipe the backend does not have is a flag error, named as such.
+	if _, _, err := redis.NewDB(registry.Setup{Recipe: "nope"}); err == nil {
+		t.Error("redis NewDB accepted recipe nope")
+	} else if fe, ok := err.(*registry.FlagError); !ok || fe.Flag != "recipe" {
+		t.Errorf("redis NewDB(nope) = %v, want a --recipe FlagError", err)
+	}
+}
