@@ -143,7 +143,7 @@ func (t *teller) lostStep(c, over *history.Op) (Step, bool) {
 // faultSteps tells the faults that overlap [start, end]: the ones that hit
 // the holder's slot always, and at most a few others.
 func (t *teller) faultSteps(start, end int64, holder int) []Step {
-	hslot := slotName(t.slots, holder)
+	hslot := history.SlotOf(holder, t.slots)
 	var steps []Step
 	others := 0
 	for _, f := range t.r.Faults {

@@ -44,14 +44,6 @@ func clientSlots(r *Run) int {
 	return 0
 }
 
-// slot names the client slot a process runs in (docs/history.md).
-func slotName(slots, p int) string {
-	if slots <= 0 || p < 0 {
-		return ""
-	}
-	return "c" + strconv.Itoa(p%slots+1)
-}
-
 func (t *teller) who(p int) string { return "process " + strconv.Itoa(p) }
 
 // slow: the op took long enough, or a fault struck during it, that when
@@ -105,7 +97,7 @@ func (t *teller) slotContext(nodes []string, at int64) string {
 		var cur *history.Op
 		for i := range t.r.Ops {
 			o := &t.r.Ops[i]
-			if slotName(t.slots, o.Process) == n && o.Call <= at {
+			if history.SlotOf(o.Process, t.slots) == n && o.Call <= at {
 				cur = o
 			}
 		}

@@ -118,10 +118,10 @@ func (d *timelineData) draw(t0, t1 int64) template.HTML {
 		if l.slots {
 			label = "slot " + strconv.Itoa(l.n)
 			if d.slots > 0 {
-				label = slotName(d.slots, l.n)
+				label = history.SlotOf(l.n, d.slots)
 			}
 			tip = label + ": processes " + intList(laneProcs[l], 20)
-		} else if s := slotName(d.slots, l.n); s != "" {
+		} else if s := history.SlotOf(l.n, d.slots); s != "" {
 			label += " · " + s
 			tip += " in client slot " + s
 		}
