@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/store"
 )
 
 // Signals are the two stages of an interrupt: the first (Stop) ends the
@@ -62,40 +63,6 @@ func ExitCode(v models.Verdict) int {
 	return ExitUnknown
 }
 
-// runDir makes store/<name>/<timestamp>/ — a new directory even when
-// another run started in the same millisecond — and points store/latest
-// at it.
-func runDir(cfg *Config, started time.Time) (string, error) {
-	parent := filepath.Join(cfg.Store, cfg.Name)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("creating the store directory: %w (choose another with --store)", err)
-	}
-	stamp := started.UTC().Format("20060102T150405.000Z")
-	var rel string
-	for i := 1; ; i++ {
-		rel = filepath.Join(cfg.Name, stamp)
-		if i > 1 {
-			rel += fmt.Sprintf("-%d", i)
-		}
-		err := os.Mkdir(filepath.Join(cfg.Store, rel), 0o755)
-		if err == nil {
-			break
-		}
-		if !os.IsExist(err) || i > 1000 {
-			return "", fmt.Errorf("creating the run directory: %w (choose another with --store)", err)
-		}
-	}
-	latest := filepath.Join(cfg.Store, "latest")
-	tmp := fmt.Sprintf("%s.%d.tmp", latest, os.Getpid())
-	os.Remove(tmp)
-	if err := os.Symlink(rel, tmp); err == nil {
-		if err := os.Rename(tmp, latest); err != nil {
-			os.Remove(tmp)
-		}
-	}
-	return filepath.Join(cfg.Store, rel), nil
-}
-
 // Run carries out one test and writes its store directory. progress gets
 // the log lines a person at a terminal wants; the full log goes to
 // check.log. An error means the test could not be carried out (exit 255);
@@ -125,7 +92,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	defer context.AfterFunc(sig.Abort, cancelStop)()
 
 	started := time.Now()
-	dir, err := runDir(&cfg, started)
+	dir, err := store.NewRun(cfg.Store, cfg.Name, started)
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +103,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		}
 		out.TestID = cfg.testID
 	}
-	logFile, err := os.Create(filepath.Join(dir, "check.log"))
+	logFile, err := os.Create(filepath.Join(dir, store.LogFile))
 	if err != nil {
 		return out, fmt.Errorf("creating check.log: %w", err)
 	}
@@ -159,7 +126,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	progressf := func(format string, args ...any) { logTo(!con.tty, format, args...) }
 	logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
 
-	histFile, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	histFile, err := os.Create(filepath.Join(dir, store.HistoryFile))
 	if err != nil {
 		return out, fmt.Errorf("creating history.jsonl: %w", err)
 	}
@@ -253,7 +220,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	logf("recorded %d events", n)
 
 	cfg.phase("check")
-	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
+	events, err := history.ParseFile(filepath.Join(dir, store.HistoryFile))
 	if err != nil {
 		fail(fmt.Errorf("reading back the history: %w", err))
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/store"
 )
 
 // Param is one parameter of a run, in the order the report lists them.
@@ -53,10 +54,10 @@ type Run struct {
 // keys) into the run's directory.
 func WriteAll(r *Run) error {
 	var errs []error
-	if err := writeFile(filepath.Join(r.Dir, "results.json"), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
+	if err := writeFile(filepath.Join(r.Dir, store.ResultsFile), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeFile(filepath.Join(r.Dir, "report.html"), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
+	if err := writeFile(filepath.Join(r.Dir, store.ReportFile), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
 	if err := writeVisualizations(r); err != nil {
@@ -105,11 +106,11 @@ func writeVisualizations(r *Run) error {
 	}
 	var errs []error
 	k := &r.Result.Keys[i]
-	if err := writeFile(filepath.Join(r.Dir, "linearizability.html"), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+	if err := writeFile(filepath.Join(r.Dir, store.VisualizationFile), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
 		errs = append(errs, err)
 	}
 	if len(r.Result.Keys) > 1 {
-		sub := filepath.Join(r.Dir, "linearizability")
+		sub := filepath.Join(r.Dir, store.VisualizationDir)
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return err
 		}

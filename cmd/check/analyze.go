@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/store"
 )
 
 func newAnalyzeCmd() *cobra.Command {
@@ -32,7 +33,7 @@ func newAnalyzeCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
-				path = filepath.Join(path, "history.jsonl")
+				path = filepath.Join(path, store.HistoryFile)
 			}
 			h, err := history.LoadFile(path)
 			if err != nil {
