@@ -41,6 +41,11 @@ type Outcome struct {
 	Incomplete string
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string
+	// Report is what the run's reports were made from — the history as
+	// recorded, its ops and faults, the parameters and the verdict — kept
+	// in memory for callers that summarize runs (compare) so that nothing
+	// just written is read back. Nil when the run ended before its report.
+	Report *reports.Run
 }
 
 // Exit codes, as Jepsen's.
@@ -250,6 +255,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
+	out.Report = r
 	if err := reports.WriteAll(r); err != nil {
 		logf("writing the reports: %v", err)
 		fail(fmt.Errorf("writing the reports: %w", err))

@@ -1,4 +1,4 @@
-package harness
+package compare
 
 import (
 	"context"
@@ -10,19 +10,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-func hasRow(m *CompareMatrix, r CompareRow) bool { return slices.Contains(m.Rows, r) }
+func hasRow(m *Matrix, r Row) bool { return slices.Contains(m.Rows, r) }
 
-func docker(backend, recipe, storage, fencing string) CompareRow {
-	return CompareRow{Backend: backend, Recipe: recipe, Storage: storage, Fencing: fencing, Cluster: "docker"}
+func docker(backend, recipe, storage, fencing string) Row {
+	return Row{Backend: backend, Recipe: recipe, Storage: storage, Fencing: fencing, Cluster: "docker"}
 }
 
 func TestExpandCompareQuickPreset(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{Preset: "quick", Seed: 7})
+	m, err := Expand(Spec{Preset: "quick", Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +33,8 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 	if !slices.Equal(m.Faults, []string{"pause-holder"}) {
 		t.Errorf("faults %v", m.Faults)
 	}
-	var want []CompareRow
-	for _, b := range Backends {
+	var want []Row
+	for _, b := range harness.Backends {
 		if b.Name == "memory" {
 			continue
 		}
@@ -47,7 +48,7 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 	if !hasRow(m, docker("etcd", "mutex", "fenced", "none")) || !hasRow(m, docker("redis", "setnx", "fenced", "all")) {
 		t.Errorf("rows %v", m.Rows)
 	}
-	base := DefaultCompareBase()
+	base := DefaultBase()
 	if m.Base.Clients != 5 || m.Base.Keys != 1 || m.Base.LeaseTTL != 2*time.Second || m.Base.Work != 10*time.Millisecond ||
 		m.Base.NemesisInterval != 2*time.Second || m.Base.CheckTimeout != 5*time.Minute || m.Base.Nodes != 3 || m.Base.Clients != base.Clients {
 		t.Errorf("base %+v", m.Base)
@@ -59,7 +60,7 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 }
 
 func TestExpandCompareFullPreset(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{Preset: "full"})
+	m, err := Expand(Spec{Preset: "full"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	if !slices.Equal(m.Faults, []string{"pause-holder", "pause", "partition", "kill"}) {
 		t.Errorf("faults %v", m.Faults)
 	}
-	for _, r := range []CompareRow{
+	for _, r := range []Row{
 		docker("etcd", "mutex", "fenced", "writes"), docker("etcd", "mutex", "etcd", "none"),
 		docker("redis", "redlock", "fenced", "none"), docker("redis", "setnx-incr", "fenced", "all"),
 		docker("zookeeper", "lock", "fenced", "writes"),
@@ -98,13 +99,13 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	// three fencing modes, on postgres's storage too when it is built in.
 	want := len(etcdInfo.Recipes) // etcd's own storage
 	storages := 1
-	if _, ok := Storages["postgres"]; ok {
+	if _, ok := harness.Storages["postgres"]; ok {
 		storages = 2
 		if !hasRow(m, docker("redis", "setnx", "postgres", "writes")) {
 			t.Errorf("no postgres storage row")
 		}
 	}
-	for _, b := range Backends {
+	for _, b := range harness.Backends {
 		if b.Name != "memory" {
 			want += len(b.Recipes) * storages * 3
 		}
@@ -115,15 +116,15 @@ func TestExpandCompareFullPreset(t *testing.T) {
 }
 
 func TestExpandCompareFlags(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{
+	m, err := Expand(Spec{
 		Backends: []string{"memory", "redis:setnx-incr", "etcd"}, Storages: []string{"fenced", "etcd"},
 		Faults: []string{"pause-holder", "partition"}, Fencing: []string{"all"}, Runs: 2, TimeLimit: 3 * time.Second,
-		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond},
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []CompareRow{
+	want := []Row{
 		{Backend: "memory", Recipe: "lease", Storage: "fenced", Fencing: "all", Cluster: "inprocess"},
 		docker("redis", "setnx-incr", "fenced", "all"),
 		docker("etcd", "mutex", "fenced", "all"),
@@ -146,7 +147,7 @@ func TestExpandCompareFlags(t *testing.T) {
 		t.Errorf("applicability: redis setnx-incr under partition: %q", why)
 	}
 	// No preset, a bare name: every recipe.
-	m, err = ExpandCompare(CompareSpec{Backends: []string{"redis"}})
+	m, err = Expand(Spec{Backends: []string{"redis"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,33 +156,33 @@ func TestExpandCompareFlags(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		spec CompareSpec
+		spec Spec
 		flag string
 	}{
-		{CompareSpec{Preset: "slow"}, "preset"},
-		{CompareSpec{Backends: []string{"mysql"}}, "backends"},
-		{CompareSpec{Backends: []string{"etcd:lease"}}, "backends"},
-		{CompareSpec{Faults: []string{"clock"}}, "faults"},
-		{CompareSpec{Faults: []string{"meteor"}}, "faults"},
-		{CompareSpec{Faults: []string{"pause", "pause"}}, "faults"},
-		{CompareSpec{Backends: []string{"memory"}, Faults: []string{"kill"}}, "faults"},
-		{CompareSpec{Fencing: []string{"some"}}, "fencing"},
-		{CompareSpec{Storages: []string{"s3"}}, "storages"},
-		{CompareSpec{Backends: []string{"redis"}, Storages: []string{"etcd"}}, "storages"},
-		{CompareSpec{Runs: -1}, "runs"},
-		{CompareSpec{Runs: 1000}, "runs"},
-		{CompareSpec{TimeLimit: time.Millisecond}, "time-limit"},
-		{CompareSpec{Base: Config{LeaseTTL: time.Hour}}, "lease-ttl"},
+		{Spec{Preset: "slow"}, "preset"},
+		{Spec{Backends: []string{"mysql"}}, "backends"},
+		{Spec{Backends: []string{"etcd:lease"}}, "backends"},
+		{Spec{Faults: []string{"clock"}}, "faults"},
+		{Spec{Faults: []string{"meteor"}}, "faults"},
+		{Spec{Faults: []string{"pause", "pause"}}, "faults"},
+		{Spec{Backends: []string{"memory"}, Faults: []string{"kill"}}, "faults"},
+		{Spec{Fencing: []string{"some"}}, "fencing"},
+		{Spec{Storages: []string{"s3"}}, "storages"},
+		{Spec{Backends: []string{"redis"}, Storages: []string{"etcd"}}, "storages"},
+		{Spec{Runs: -1}, "runs"},
+		{Spec{Runs: 1000}, "runs"},
+		{Spec{TimeLimit: time.Millisecond}, "time-limit"},
+		{Spec{Base: harness.Config{LeaseTTL: time.Hour}}, "lease-ttl"},
 	} {
-		_, err := ExpandCompare(c.spec)
-		var ue *UsageError
+		_, err := Expand(c.spec)
+		var ue *harness.UsageError
 		if !errors.As(err, &ue) || ue.Flag != c.flag {
 			t.Errorf("%+v: error %v, want one naming --%s", c.spec, err, c.flag)
 		}
 	}
 }
 
-func mustBackend(t *testing.T, name string) BackendInfo {
+func mustBackend(t *testing.T, name string) harness.BackendInfo {
 	b, ok := backendInfo(name)
 	if !ok {
 		t.Fatalf("no backend %s", name)
@@ -297,7 +298,7 @@ func TestCompareMarkdown(t *testing.T) {
 			t.Errorf("compare.md lacks %q:\n%s", want, md)
 		}
 	}
-	if CompareExitCode(c) != ExitFailed {
+	if ExitCode(c) != harness.ExitFailed {
 		t.Error("a comparison with an error exits 255")
 	}
 	dir := t.TempDir()
@@ -316,16 +317,16 @@ func TestCompareMarkdown(t *testing.T) {
 // `check compare --backends memory --faults pause-holder --time-limit 3s`
 // with short leases, for real, in-process.
 func TestCompareMemoryEndToEnd(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{
+	m, err := Expand(Spec{
 		Backends: []string{"memory"}, Faults: []string{"pause-holder"}, TimeLimit: 3 * time.Second, Seed: 1,
-		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "compare")
 	var progress strings.Builder
-	c, err := RunCompare(quiet(), m, dir, &progress)
+	c, err := Run(quiet(), m, dir, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,8 +362,8 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 	if !strings.Contains(string(md), "| memory | lease | fenced | none | invalid 1/1<br>") || !strings.Contains(string(md), "| memory | lease | fenced | all | valid 1/1<br>") {
 		t.Errorf("compare.md:\n%s", md)
 	}
-	if CompareExitCode(c) != 0 {
-		t.Errorf("exit code %d, want 0", CompareExitCode(c))
+	if ExitCode(c) != 0 {
+		t.Errorf("exit code %d, want 0", ExitCode(c))
 	}
 }
 
@@ -372,7 +373,7 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 func TestDockerKnownAnswers(t *testing.T) {
 	bin := dockerOrSkip(t)
 	type answer struct {
-		row  CompareRow
+		row  Row
 		want models.Verdict
 	}
 	all := []answer{
@@ -387,7 +388,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 		{docker("etcd", "mutex", "etcd", "none"), models.Valid},
 	}
 	var answers []answer
-	want := map[CompareRow]models.Verdict{}
+	want := map[Row]models.Verdict{}
 	for _, a := range all {
 		b, ok := backendInfo(a.row.Backend)
 		if !ok || !slices.Contains(b.Recipes, a.row.Recipe) {
@@ -397,14 +398,14 @@ func TestDockerKnownAnswers(t *testing.T) {
 		answers = append(answers, a)
 		want[a.row] = a.want
 	}
-	base := DefaultCompareBase()
+	base := DefaultBase()
 	base.AgentBinary = bin
-	m := &CompareMatrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base}
+	m := &Matrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base}
 	for _, a := range answers {
 		m.Rows = append(m.Rows, a.row)
 	}
 	dir := t.TempDir()
-	c, err := RunCompare(quiet(), m, dir, testWriter{t})
+	c, err := Run(quiet(), m, dir, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 	wall := map[string]float64{}
 	var total float64
 	for _, r := range c.Rows {
-		row := CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		row := Row{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
 		cell := r.Cells[0]
 		for _, run := range cell.Runs {
 			wall[r.Backend] += run.DurationS
@@ -428,7 +429,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 			t.Errorf("%s under pause-holder: %s, want %s (%s)", row, got, wantText, strings.TrimSpace(detail))
 		}
 	}
-	for _, b := range Backends {
+	for _, b := range harness.Backends {
 		if s, ok := wall[b.Name]; ok && total > 0 {
 			t.Logf("%-10s %5.1f s, %4.1f%% of the suite's run time", b.Name, s, 100*s/total)
 		}
@@ -438,9 +439,9 @@ func TestDockerKnownAnswers(t *testing.T) {
 // A comparison interrupted in its only run: the cell says unknown, not
 // valid, and the comparison exits as interrupted.
 func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{
+	m, err := Expand(Spec{
 		Backends: []string{"memory"}, Faults: []string{"pause"}, Fencing: []string{"all"}, TimeLimit: 30 * time.Second, Seed: 1,
-		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -448,7 +449,7 @@ func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(1500*time.Millisecond, cancel)
-	c, err := RunCompare(Signals{Stop: stop, Abort: context.Background()}, m, filepath.Join(t.TempDir(), "compare"), nil)
+	c, err := Run(harness.Signals{Stop: stop, Abort: context.Background()}, m, filepath.Join(t.TempDir(), "compare"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +457,7 @@ func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
 	if cell.VerdictText() != "unknown 1/1" {
 		t.Errorf("the interrupted run's cell says %q, want unknown 1/1", cell.VerdictText())
 	}
-	if CompareExitCode(c) != ExitFailed {
-		t.Errorf("exit code %d, want %d", CompareExitCode(c), ExitFailed)
+	if ExitCode(c) != harness.ExitFailed {
+		t.Errorf("exit code %d, want %d", ExitCode(c), harness.ExitFailed)
 	}
 }
