@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/store"
 )
 
 // StepSummaryEnv is the variable GitHub Actions sets to the file a step
@@ -107,7 +108,7 @@ func StepSummary(r *Run) string {
 		fmt.Fprintf(&b, "Rerun:\n\n%ssh\n%s\n%s\n\n", fence, oneLine(clean(r.Command)), fence)
 	}
 	if r.Dir != "" {
-		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, "report.html")))
+		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, store.ReportFile)))
 	}
 	return b.String()
 }
