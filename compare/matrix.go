@@ -13,6 +13,7 @@
 package compare
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,28 +127,14 @@ func Expand(spec Spec) (*Matrix, error) {
 	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed}
 	base := DefaultBase()
 	b := spec.Base
-	if b.Clients != 0 {
-		base.Clients = b.Clients
-	}
-	if b.Keys != 0 {
-		base.Keys = b.Keys
-	}
-	if b.LeaseTTL != 0 {
-		base.LeaseTTL = b.LeaseTTL
-	}
-	if b.Work != 0 {
-		base.Work = b.Work
-	}
+	base.Clients = cmp.Or(b.Clients, base.Clients)
+	base.Keys = cmp.Or(b.Keys, base.Keys)
+	base.LeaseTTL = cmp.Or(b.LeaseTTL, base.LeaseTTL)
+	base.Work = cmp.Or(b.Work, base.Work)
 	base.Hold = b.Hold
-	if b.NemesisInterval != 0 {
-		base.NemesisInterval = b.NemesisInterval
-	}
-	if b.CheckTimeout != 0 {
-		base.CheckTimeout = b.CheckTimeout
-	}
-	if b.Nodes != 0 {
-		base.Nodes = b.Nodes
-	}
+	base.NemesisInterval = cmp.Or(b.NemesisInterval, base.NemesisInterval)
+	base.CheckTimeout = cmp.Or(b.CheckTimeout, base.CheckTimeout)
+	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
 	m.Base = base
 
