@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -112,11 +111,7 @@ func etcdThroughHarness(cfg harness.Config) (map[string][2]float64, float64, err
 		return nil, 0, err
 	}
 	defer os.RemoveAll(cfg.Store)
-	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
-	if err != nil {
-		return nil, 0, err
-	}
-	ops, _ := history.Pair(events)
+	events, ops := out.Report.Events, out.Report.Ops
 	lat := map[string][]float64{}
 	acq := 0
 	for _, o := range ops {

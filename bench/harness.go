@@ -2,18 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/reports"
 )
 
 func quiet() harness.Signals {
@@ -40,8 +37,7 @@ func harnessRows() []row {
 	if err != nil {
 		return []row{{name: "harness: ops recorded per second, in-process, 10 clients", value: -1, note: err.Error()}}
 	}
-	events, _ := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
-	ops, _ := history.Pair(events)
+	ops := out.Report.Ops
 	rate := float64(len(ops)) / cfg.TimeLimit.Seconds()
 	return []row{{name: "harness: ops recorded per second, in-process, 10 clients", value: rate, unit: "op/s",
 		goal: "> 50000", pass: rate > 50000, note: fmt.Sprintf("%d ops in %s, verdict %s", len(ops), cfg.TimeLimit, out.Result.Verdict)}}
@@ -89,29 +85,13 @@ func detection(cfg harness.Config, n int) (found int, median time.Duration, lost
 	return found, median, lost, firstErr
 }
 
-// firstViolation is when the earliest culprit op completed.
+// firstViolation is when the earliest culprit op of the run completed,
+// as a comparison measures it, from the run's ops in memory.
 func firstViolation(out *harness.Outcome) (time.Duration, bool) {
-	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
-	if err != nil {
+	if out == nil || out.Report == nil {
 		return 0, false
 	}
-	ops, _ := history.Pair(events)
-	byIndex := map[int64]history.Op{}
-	for _, o := range ops {
-		byIndex[o.InvokeIndex] = o
-	}
-	best := time.Duration(-1)
-	for _, k := range out.Result.Keys {
-		if len(k.Culprits) == 0 {
-			continue
-		}
-		o := byIndex[k.Culprits[0]]
-		t := time.Duration(o.Done)
-		if best < 0 || t < best {
-			best = t
-		}
-	}
-	return best, best >= 0
+	return compare.FirstViolation(out.Result, out.Report.Ops)
 }
 
 // detectionFault is a detection row's fault, with the --hold it runs with.
@@ -138,20 +118,17 @@ func detectionFaults(hold time.Duration) []detectionFault {
 }
 
 // lostShare is a run's share of acknowledged updates lost (the lower
-// bound), when it could be counted.
+// bound), when it could be counted, from the run's ops in memory (as
+// results.json has it).
 func lostShare(out *harness.Outcome) (float64, bool) {
-	if out == nil || out.Dir == "" {
+	if out == nil || out.Report == nil {
 		return 0, false
 	}
-	b, err := os.ReadFile(filepath.Join(out.Dir, "results.json"))
-	if err != nil {
+	d := models.ComputeDamage(out.Report.Ops)
+	if d.LostShareMin == nil {
 		return 0, false
 	}
-	var res reports.Results
-	if json.Unmarshal(b, &res) != nil || res.Damage.LostShareMin == nil {
-		return 0, false
-	}
-	return *res.Damage.LostShareMin, true
+	return *d.LostShareMin, true
 }
 
 // lostNote is the median lost-update share over runs, for a row's note.

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Config is one test, as the flags describe it.
@@ -335,7 +336,7 @@ func checkName(name string) error {
 	switch {
 	case bad:
 		return usage("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
-	case name == "latest":
+	case name == runstore.Latest:
 		return usage("name", "latest is taken: store/latest points at the newest run; choose another name")
 	}
 	return nil

@@ -163,6 +163,22 @@ func unavailable(cfg *Config, word string, docker bool, servers int) error {
 	return nil
 }
 
+// InProcessFaults are the faults an in-process run can inject.
+func InProcessFaults() []string { return slices.Clone(inProcessFaults) }
+
+// CheckFaults asks, as Validate does before anything is created, whether
+// the cluster cfg describes can inject every fault of its --nemesis: nil
+// when it can (or when the backend is unknown, which Validate refuses),
+// else a *UsageError saying why not.
+func CheckFaults(cfg Config) error {
+	cfg.Defaults()
+	b, ok := backendInfo(cfg.Backend)
+	if !ok {
+		return nil
+	}
+	return cfg.checkFaults(b)
+}
+
 // checkFaults asks of every fault in --nemesis whether the cluster the
 // config describes can inject it, as buildFaults will.
 func (c *Config) checkFaults(b registry.Info) error {

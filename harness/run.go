@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Signals are the two stages of an interrupt: the first (Stop) ends the
@@ -41,6 +42,11 @@ type Outcome struct {
 	Incomplete string
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string
+	// Report is what the run's reports were made from — the history as
+	// recorded, its ops and faults, the parameters and the verdict — kept
+	// in memory for callers that summarize runs (compare) so that nothing
+	// just written is read back. Nil when the run ended before its report.
+	Report *reports.Run
 }
 
 // Exit codes, as Jepsen's.
@@ -61,40 +67,6 @@ func ExitCode(v models.Verdict) int {
 		return ExitInvalid
 	}
 	return ExitUnknown
-}
-
-// runDir makes store/<name>/<timestamp>/ — a new directory even when
-// another run started in the same millisecond — and points store/latest
-// at it.
-func runDir(cfg *Config, started time.Time) (string, error) {
-	parent := filepath.Join(cfg.Store, cfg.Name)
-	if err := os.MkdirAll(parent, 0o755); err != nil {
-		return "", fmt.Errorf("creating the store directory: %w (choose another with --store)", err)
-	}
-	stamp := started.UTC().Format("20060102T150405.000Z")
-	var rel string
-	for i := 1; ; i++ {
-		rel = filepath.Join(cfg.Name, stamp)
-		if i > 1 {
-			rel += fmt.Sprintf("-%d", i)
-		}
-		err := os.Mkdir(filepath.Join(cfg.Store, rel), 0o755)
-		if err == nil {
-			break
-		}
-		if !os.IsExist(err) || i > 1000 {
-			return "", fmt.Errorf("creating the run directory: %w (choose another with --store)", err)
-		}
-	}
-	latest := filepath.Join(cfg.Store, "latest")
-	tmp := fmt.Sprintf("%s.%d.tmp", latest, os.Getpid())
-	os.Remove(tmp)
-	if err := os.Symlink(rel, tmp); err == nil {
-		if err := os.Rename(tmp, latest); err != nil {
-			os.Remove(tmp)
-		}
-	}
-	return filepath.Join(cfg.Store, rel), nil
 }
 
 // Run carries out one test and writes its store directory. progress gets
@@ -126,7 +98,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	defer context.AfterFunc(sig.Abort, cancelStop)()
 
 	started := time.Now()
-	dir, err := runDir(&cfg, started)
+	dir, err := runstore.NewRun(cfg.Store, cfg.Name, started)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +109,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		}
 		out.TestID = cfg.testID
 	}
-	logFile, err := os.Create(filepath.Join(dir, "check.log"))
+	logFile, err := os.Create(filepath.Join(dir, runstore.LogFile))
 	if err != nil {
 		return out, fmt.Errorf("creating check.log: %w", err)
 	}
@@ -160,7 +132,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	progressf := func(format string, args ...any) { logTo(!con.tty, format, args...) }
 	logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
 
-	histFile, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	histFile, err := os.Create(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		return out, fmt.Errorf("creating history.jsonl: %w", err)
 	}
@@ -257,7 +229,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	logf("recorded %d events", n)
 
 	cfg.phase("check")
-	events, err := history.ParseFile(filepath.Join(dir, "history.jsonl"))
+	events, err := history.ParseFile(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		fail(fmt.Errorf("reading back the history: %w", err))
 	}
@@ -296,6 +268,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	if runErr != nil {
 		r.Error = runErr.Error()
 	}
+	out.Report = r
 	if err := reports.WriteAll(r); err != nil {
 		logf("writing the reports: %v", err)
 		fail(fmt.Errorf("writing the reports: %w", err))

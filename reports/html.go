@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 //go:embed report.html.tmpl
@@ -137,9 +138,9 @@ func visLink(r *Run, i int) string {
 		return ""
 	}
 	if len(r.Result.Keys) > 1 {
-		return "linearizability/" + safeName(k.Key) + ".html"
+		return runstore.VisualizationDir + "/" + safeName(k.Key) + ".html"
 	}
-	return "linearizability.html"
+	return runstore.VisualizationFile
 }
 
 // WriteHTML writes the self-contained report.html: no script, style or
@@ -223,9 +224,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 			v.KeyColors = append(v.KeyColors, struct{ Key, Color string }{clean(k), keyColors[i]})
 		}
 	}
-	v.Files = []string{"history.jsonl", "results.json", "check.log"}
+	v.Files = []string{runstore.HistoryFile, runstore.ResultsFile, runstore.LogFile}
 	if visualizedKey(r) >= 0 {
-		v.Files = append(v.Files, "linearizability.html")
+		v.Files = append(v.Files, runstore.VisualizationFile)
 	}
 	return tmpl.Execute(w, v)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 //go:embed index.html.tmpl
@@ -40,65 +41,33 @@ type StoredRun struct {
 	Files []string
 }
 
-// indexFiles are the files of a run the index links, in order.
-var indexFiles = []string{"report.html", "results.json", "history.jsonl", "linearizability.html", "check.log"}
-
-// ListRuns finds every run in a store — store/<test>/<stamp>/ with a
-// history.jsonl or a results.json — newest first. It reads each
-// results.json for the verdict. Symbolic links (store/latest) are not
-// followed, so no run is listed twice and nothing outside is read.
-func ListRuns(store fs.FS) ([]StoredRun, error) {
-	tests, err := fs.ReadDir(store, ".")
+// ListRuns finds every run in a store (runstore.List: <test>/<stamp>/ with
+// one of a run's files), newest first. It reads each results.json for the
+// verdict and the start. Symbolic links (store/latest) are not followed,
+// so no run is listed twice and nothing outside is read.
+func ListRuns(root fs.FS) ([]StoredRun, error) {
+	dirs, err := runstore.List(root)
 	if err != nil {
 		return nil, err
 	}
 	var out []StoredRun
-	for _, t := range tests {
-		if !t.IsDir() || t.Type()&fs.ModeSymlink != 0 {
-			continue
-		}
-		stamps, err := fs.ReadDir(store, t.Name())
-		if err != nil {
-			continue
-		}
-		for _, s := range stamps {
-			if !s.IsDir() || s.Type()&fs.ModeSymlink != 0 {
-				continue
-			}
-			out = append(out, readStoredRun(store, t.Name(), s.Name()))
-		}
+	for _, d := range dirs {
+		out = append(out, readStoredRun(root, d))
 	}
-	var kept []StoredRun
-	for _, r := range out {
-		if len(r.Files) > 0 {
-			kept = append(kept, r)
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].Started.Equal(out[j].Started) {
+			return out[i].Started.After(out[j].Started)
 		}
-	}
-	sort.SliceStable(kept, func(i, j int) bool {
-		if !kept[i].Started.Equal(kept[j].Started) {
-			return kept[i].Started.After(kept[j].Started)
-		}
-		return kept[i].Path > kept[j].Path
+		return out[i].Path > out[j].Path
 	})
-	return kept, nil
+	return out, nil
 }
 
-func readStoredRun(store fs.FS, test, stamp string) StoredRun {
-	dir := path.Join(test, stamp)
-	r := StoredRun{Test: test, Stamp: stamp, Path: dir}
-	for _, f := range indexFiles {
-		if st, err := fs.Stat(store, path.Join(dir, f)); err == nil && st.Mode().IsRegular() {
-			r.Files = append(r.Files, f)
-		}
-	}
-	if t, err := time.Parse(stampLayout, strings.SplitN(stamp, "-", 2)[0]); err == nil {
-		r.Started = t
-	}
-	b, err := fs.ReadFile(store, path.Join(dir, "results.json"))
+func readStoredRun(root fs.FS, d runstore.RunDir) StoredRun {
+	r := StoredRun{Test: d.Test, Stamp: d.Stamp, Path: d.Path, Started: d.Started, Files: d.Files}
+	b, err := fs.ReadFile(root, path.Join(d.Path, runstore.ResultsFile))
 	if err != nil {
-		if len(r.Files) > 0 {
-			r.Problem = "no results.json: the run is still going, or it stopped before writing its results"
-		}
+		r.Problem = "no results.json: the run is still going, or it stopped before writing its results"
 		return r
 	}
 	res, err := parseResults(b)
@@ -108,7 +77,7 @@ func readStoredRun(store fs.FS, test, stamp string) StoredRun {
 	}
 	r.Verdict, r.Explanation, r.DurationS, r.Events = res.Verdict, res.Explanation, res.DurationS, res.Events
 	r.Command, r.Interrupted, r.Error = res.Command, res.Interrupted, res.Error
-	if t, err := time.Parse(startedLayout, res.Started); err == nil {
+	if t, err := time.Parse(runstore.TimeLayout, res.Started); err == nil {
 		r.Started = t
 	}
 	return r

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // JUnit XML, as CI systems read it (the Ant/Surefire dialect GitHub,
@@ -158,7 +159,7 @@ func rerunText(r *Run) string {
 		fmt.Fprintf(&b, "rerun: %s\n", clean(r.Command))
 	}
 	if r.Dir != "" {
-		fmt.Fprintf(&b, "report: %s\n", clean(filepath.Join(r.Dir, "report.html")))
+		fmt.Fprintf(&b, "report: %s\n", clean(filepath.Join(r.Dir, runstore.ReportFile)))
 	}
 	return b.String()
 }

@@ -10,13 +10,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/runstore"
 )
-
-// startedLayout is how results.json writes the start of a run.
-const startedLayout = "2006-01-02T15:04:05.000Z"
-
-// stampLayout is how the harness names a run's directory.
-const stampLayout = "20060102T150405.000Z"
 
 // ReadResults reads a results.json. It accepts any schema starting with
 // "fencecheck/results/" and says so when the schema is another.
@@ -49,17 +44,17 @@ const schemaPrefix = "fencecheck/results/"
 // error. The verdict
 // is not read back: the caller checks the history again and sets Result.
 func LoadRun(dir string) (*Run, error) {
-	h, err := history.LoadFile(filepath.Join(dir, "history.jsonl"))
+	h, err := history.LoadFile(filepath.Join(dir, runstore.HistoryFile))
 	if err != nil {
 		return nil, err
 	}
 	ops, faults := history.Pair(h.Events)
 	r := &Run{Dir: dir, Events: h.Events, Ops: ops, Faults: faults, HistoryNote: h.Note()}
-	old, err := ReadResults(filepath.Join(dir, "results.json"))
+	old, err := ReadResults(filepath.Join(dir, runstore.ResultsFile))
 	switch {
 	case err == nil:
 		r.Name, r.Params, r.Command = old.Name, old.Params, old.Command
-		r.Started, _ = time.Parse(startedLayout, old.Started)
+		r.Started, _ = time.Parse(runstore.TimeLayout, old.Started)
 		r.Duration = time.Duration(old.DurationS * float64(time.Second))
 		r.Interrupted, r.Incomplete, r.Error = old.Interrupted, old.Incomplete, old.Error
 	case errors.Is(err, fs.ErrNotExist):
@@ -74,9 +69,9 @@ func LoadRun(dir string) (*Run, error) {
 		r.Name = filepath.Base(filepath.Dir(abs))
 	}
 	if r.Started.IsZero() {
-		if t, err := time.Parse(stampLayout, filepath.Base(abs)); err == nil {
+		if t, ok := runstore.ParseStamp(filepath.Base(abs)); ok {
 			r.Started = t
-		} else if st, err := os.Stat(filepath.Join(dir, "history.jsonl")); err == nil {
+		} else if st, err := os.Stat(filepath.Join(dir, runstore.HistoryFile)); err == nil {
 			r.Started = st.ModTime().Add(-time.Duration(r.End()))
 		}
 	}

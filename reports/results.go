@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // ResultsSchema names the version of results.json (docs/results.md).
@@ -53,7 +54,7 @@ func MakeResults(r *Run) Results {
 	return Results{
 		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
-		Started: r.Started.UTC().Format("2006-01-02T15:04:05.000Z"), DurationS: r.Duration.Seconds(),
+		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
 		Incomplete: r.Incomplete,
 	}

@@ -31,6 +31,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Param is one parameter of a run, in the order the report lists them.
@@ -86,10 +87,10 @@ func (r *Run) End() int64 {
 // keys) into the run's directory.
 func WriteAll(r *Run) error {
 	var errs []error
-	if err := writeFile(filepath.Join(r.Dir, "results.json"), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
+	if err := writeFile(filepath.Join(r.Dir, runstore.ResultsFile), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeFile(filepath.Join(r.Dir, "report.html"), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
+	if err := writeFile(filepath.Join(r.Dir, runstore.ReportFile), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
 	if err := writeVisualizations(r); err != nil {
@@ -138,11 +139,11 @@ func writeVisualizations(r *Run) error {
 	}
 	var errs []error
 	k := &r.Result.Keys[i]
-	if err := writeFile(filepath.Join(r.Dir, "linearizability.html"), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+	if err := writeFile(filepath.Join(r.Dir, runstore.VisualizationFile), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
 		errs = append(errs, err)
 	}
 	if len(r.Result.Keys) > 1 {
-		sub := filepath.Join(r.Dir, "linearizability")
+		sub := filepath.Join(r.Dir, runstore.VisualizationDir)
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			return err
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // StepSummaryEnv is the variable GitHub Actions sets to the file a step
@@ -108,7 +109,7 @@ func StepSummary(r *Run) string {
 		fmt.Fprintf(&b, "Rerun:\n\n%ssh\n%s\n%s\n\n", fence, oneLine(clean(r.Command)), fence)
 	}
 	if r.Dir != "" {
-		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, "report.html")))
+		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, runstore.ReportFile)))
 	}
 	return b.String()
 }

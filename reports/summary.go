@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Summary prints the one-screen summary of a run.
@@ -50,7 +51,7 @@ func Summary(w io.Writer, r *Run) {
 	default:
 		fmt.Fprintln(w, "UNKNOWN: "+Headline(r.Result))
 	}
-	fmt.Fprintf(w, "report: %s\n", filepath.Join(r.Dir, "report.html"))
+	fmt.Fprintf(w, "report: %s\n", filepath.Join(r.Dir, runstore.ReportFile))
 	if strings.TrimSpace(r.Command) != "" {
 		fmt.Fprintf(w, "rerun:  %s\n", r.Command)
 	}

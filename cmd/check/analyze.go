@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func newAnalyzeCmd() *cobra.Command {
@@ -38,7 +39,7 @@ checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			path := args[0]
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
-				path = filepath.Join(path, "history.jsonl")
+				path = filepath.Join(path, runstore.HistoryFile)
 			}
 			f, err := os.Open(path)
 			if err != nil {

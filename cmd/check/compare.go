@@ -9,12 +9,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func newCompareCmd() *cobra.Command {
-	var spec harness.CompareSpec
-	var backends, storages, faults, fencing, store string
+	var spec compare.Spec
+	var backends, storages, faults, fencing, dir string
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Run a matrix of backends × storages and fencing × faults and tabulate the verdicts",
@@ -72,41 +74,41 @@ on bad arguments.`,
 			if !cmd.Flags().Changed("seed") {
 				spec.Seed = rand.Int64N(1 << 40)
 			}
-			m, err := harness.ExpandCompare(spec)
+			m, err := compare.Expand(spec)
 			if err != nil {
 				return err
 			}
-			if store == "" {
-				store = filepath.Join("store", "compare", time.Now().UTC().Format("20060102T150405Z"))
+			if dir == "" {
+				dir = runstore.CompareDir(runstore.DefaultRoot, time.Now())
 			}
 			sig, stop := signals()
 			defer stop()
-			c, err := harness.RunCompare(sig, m, store, cmd.OutOrStdout())
+			c, err := compare.Run(sig, m, dir, cmd.OutOrStdout())
 			if err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}
-			if code := harness.CompareExitCode(c); code != 0 {
+			if code := compare.ExitCode(c); code != 0 {
 				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
 				if c.Interrupted {
 					why = "interrupted before every cell ran"
 				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(store, "compare.md"))}
+				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(dir, "compare.md"))}
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&spec.Preset, "preset", "", "start from a preset: "+strings.Join(harness.ComparePresets, ", "))
-	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(harness.DefaultCompareBackends(), ",")+"; memory runs in-process when named)")
+	f.StringVar(&spec.Preset, "preset", "", "start from a preset: "+strings.Join(compare.Presets, ", "))
+	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(compare.DefaultBackends(), ",")+"; memory runs in-process when named)")
 	f.StringVar(&storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
 	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+strings.Join(harness.Faults, ", "))
 	f.StringVar(&fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
-	f.StringVar(&store, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
+	f.StringVar(&dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.
-	base := harness.DefaultCompareBase()
+	base := compare.DefaultBase()
 	f.IntVar(&spec.Base.Clients, "clients", base.Clients, "concurrent client processes in every run")
 	f.IntVar(&spec.Base.Keys, "keys", base.Keys, "independent locks in every run")
 	f.IntVar(&spec.Base.Nodes, "nodes", base.Nodes, "server nodes of every docker cluster (etcd and ZooKeeper: 3 or 5)")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -243,18 +244,18 @@ func TestHelpExamplesAndDefaults(t *testing.T) {
 			t.Errorf("--storage's help %q does not list %s", u, name)
 		}
 	}
-	var compare *cobra.Command
+	var compareCmd *cobra.Command
 	for _, c := range root.Commands() {
 		if c.Name() == "compare" {
-			compare = c
+			compareCmd = c
 		}
 	}
-	u := compare.Flags().Lookup("backends").Usage
-	if !strings.Contains(u, strings.Join(harness.DefaultCompareBackends(), ",")) || strings.Contains(u, backendNames()) {
-		t.Errorf("compare --backends' help %q does not give its default (%v)", u, harness.DefaultCompareBackends())
+	u := compareCmd.Flags().Lookup("backends").Usage
+	if !strings.Contains(u, strings.Join(compare.DefaultBackends(), ",")) || strings.Contains(u, backendNames()) {
+		t.Errorf("compare --backends' help %q does not give its default (%v)", u, compare.DefaultBackends())
 	}
 	for _, f := range []string{"clients", "keys", "nodes", "lease-ttl"} {
-		if fl := compare.Flags().Lookup(f); fl == nil || fl.Hidden {
+		if fl := compareCmd.Flags().Lookup(f); fl == nil || fl.Hidden {
 			t.Errorf("compare has no visible --%s", f)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // maxTestCount bounds --test-count.
@@ -82,7 +83,7 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 		if count > 1 {
 			line := fmt.Sprintf("test %d/%d: %s, seed %d", i, count, word, seed)
 			if dir != "" {
-				line += ", " + filepath.Join(dir, "report.html")
+				line += ", " + filepath.Join(dir, runstore.ReportFile)
 			}
 			if err != nil && code == harness.ExitFailed {
 				line += ": " + strings.Join(strings.Fields(err.Error()), " ")

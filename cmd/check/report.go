@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func newReportCmd() *cobra.Command {
@@ -46,7 +47,7 @@ kept from the old results.json when there is one. It exits like the run did:
 				var pe *history.ParseError
 				switch {
 				case errors.As(err, &pe):
-					return historyErr(filepath.Join(dir, "history.jsonl"), err)
+					return historyErr(filepath.Join(dir, runstore.HistoryFile), err)
 				case errors.Is(err, fs.ErrNotExist):
 					return dataErr("%s is not a run directory (it has no history.jsonl; e.g. check report store/latest)", dir)
 				}
@@ -61,7 +62,7 @@ kept from the old results.json when there is one. It exits like the run did:
 			// finish its workload or its final reads, is not valid.
 			run.Result = harness.Settle(run.Result, run.Incomplete, run.Error, false)
 			if len(run.Events) == 0 && run.HistoryNote == "" {
-				run.Result.Explanation = filepath.Join(dir, "history.jsonl") + " is empty: no events were recorded"
+				run.Result.Explanation = filepath.Join(dir, runstore.HistoryFile) + " is empty: no events were recorded"
 				if run.Error != "" {
 					run.Result.Explanation += "; the run did not complete: " + run.Error
 				}

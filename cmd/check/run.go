@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 const runExample = `  # A paused lease holder writing after its lease ran out, no Docker needed (exits 1)
@@ -121,7 +122,7 @@ at the newest.`,
 	addCheckMemoryFlag(f, &cfg.CheckMemory)
 	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
-	f.StringVar(&cfg.Store, "store", "store", "directory for the runs' results")
+	f.StringVar(&cfg.Store, "store", runstore.DefaultRoot, "directory for the runs' results")
 	// Each backend's own flags (e.g. --redis-persistence), as it describes them.
 	for _, o := range registry.Options() {
 		options[o.Flag] = f.String(o.Flag, "", o.Usage)

@@ -16,10 +16,11 @@ import (
 
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func newServeCmd() *cobra.Command {
-	var store, addr string
+	var root, addr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the store on localhost: an index of every run, newest first, and their reports",
@@ -38,10 +39,10 @@ inside the store are served. Ctrl-C stops it.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return serveStore(ctx, store, addr, cmd.OutOrStdout(), nil)
+			return serveStore(ctx, root, addr, cmd.OutOrStdout(), nil)
 		},
 	}
-	cmd.Flags().StringVar(&store, "store", "store", "the store directory to serve")
+	cmd.Flags().StringVar(&root, "store", runstore.DefaultRoot, "the store directory to serve")
 	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:8080", "loopback address and port to listen on")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd

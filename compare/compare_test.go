@@ -1,4 +1,4 @@
-package harness
+package compare
 
 import (
 	"context"
@@ -11,19 +11,20 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
-func hasRow(m *CompareMatrix, r CompareRow) bool { return slices.Contains(m.Rows, r) }
+func hasRow(m *Matrix, r Row) bool { return slices.Contains(m.Rows, r) }
 
-func docker(backend, recipe, storage, fencing string) CompareRow {
-	return CompareRow{Backend: backend, Recipe: recipe, Storage: storage, Fencing: fencing, Cluster: "docker"}
+func docker(backend, recipe, storage, fencing string) Row {
+	return Row{Backend: backend, Recipe: recipe, Storage: storage, Fencing: fencing, Cluster: "docker"}
 }
 
 func TestExpandCompareQuickPreset(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{Preset: "quick", Seed: 7})
+	m, err := Expand(Spec{Preset: "quick", Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +34,7 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 	if !slices.Equal(m.Faults, []string{"pause-holder"}) {
 		t.Errorf("faults %v", m.Faults)
 	}
-	var want []CompareRow
+	var want []Row
 	for _, b := range registry.All() {
 		if b.Name == "memory" {
 			continue
@@ -48,7 +49,7 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 	if !hasRow(m, docker("etcd", "mutex", "fenced", "none")) || !hasRow(m, docker("redis", "setnx", "fenced", "all")) {
 		t.Errorf("rows %v", m.Rows)
 	}
-	base := DefaultCompareBase()
+	base := DefaultBase()
 	if m.Base.Clients != 5 || m.Base.Keys != 1 || m.Base.LeaseTTL != 2*time.Second || m.Base.Work != 10*time.Millisecond ||
 		m.Base.NemesisInterval != 2*time.Second || m.Base.CheckTimeout != 5*time.Minute || m.Base.Nodes != 3 || m.Base.Clients != base.Clients {
 		t.Errorf("base %+v", m.Base)
@@ -60,7 +61,7 @@ func TestExpandCompareQuickPreset(t *testing.T) {
 }
 
 func TestExpandCompareFullPreset(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{Preset: "full"})
+	m, err := Expand(Spec{Preset: "full"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	if !slices.Equal(m.Faults, []string{"pause-holder", "pause", "partition", "kill"}) {
 		t.Errorf("faults %v", m.Faults)
 	}
-	for _, r := range []CompareRow{
+	for _, r := range []Row{
 		docker("etcd", "mutex", "fenced", "writes"), docker("etcd", "mutex", "etcd", "none"),
 		docker("redis", "redlock", "fenced", "none"), docker("redis", "setnx-incr", "fenced", "all"),
 		docker("zookeeper", "lock", "fenced", "writes"),
@@ -116,15 +117,15 @@ func TestExpandCompareFullPreset(t *testing.T) {
 }
 
 func TestExpandCompareFlags(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{
+	m, err := Expand(Spec{
 		Backends: []string{"memory", "redis:setnx-incr", "etcd"}, Storages: []string{"fenced", "etcd"},
 		Faults: []string{"pause-holder", "partition"}, Fencing: []string{"all"}, Runs: 2, TimeLimit: 3 * time.Second,
-		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond},
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []CompareRow{
+	want := []Row{
 		{Backend: "memory", Recipe: "lease", Storage: "fenced", Fencing: "all", Cluster: "inprocess"},
 		docker("redis", "setnx-incr", "fenced", "all"),
 		docker("etcd", "mutex", "fenced", "all"),
@@ -147,7 +148,7 @@ func TestExpandCompareFlags(t *testing.T) {
 		t.Errorf("applicability: redis setnx-incr under partition: %q", why)
 	}
 	// No preset, a bare name: every recipe.
-	m, err = ExpandCompare(CompareSpec{Backends: []string{"redis"}})
+	m, err = Expand(Spec{Backends: []string{"redis"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,26 +157,26 @@ func TestExpandCompareFlags(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		spec CompareSpec
+		spec Spec
 		flag string
 	}{
-		{CompareSpec{Preset: "slow"}, "preset"},
-		{CompareSpec{Backends: []string{"mysql"}}, "backends"},
-		{CompareSpec{Backends: []string{"etcd:lease"}}, "backends"},
-		{CompareSpec{Faults: []string{"clock"}}, "faults"},
-		{CompareSpec{Faults: []string{"meteor"}}, "faults"},
-		{CompareSpec{Faults: []string{"pause", "pause"}}, "faults"},
-		{CompareSpec{Backends: []string{"memory"}, Faults: []string{"kill"}}, "faults"},
-		{CompareSpec{Fencing: []string{"some"}}, "fencing"},
-		{CompareSpec{Storages: []string{"s3"}}, "storages"},
-		{CompareSpec{Backends: []string{"redis"}, Storages: []string{"etcd"}}, "storages"},
-		{CompareSpec{Runs: -1}, "runs"},
-		{CompareSpec{Runs: 1000}, "runs"},
-		{CompareSpec{TimeLimit: time.Millisecond}, "time-limit"},
-		{CompareSpec{Base: Config{LeaseTTL: time.Hour}}, "lease-ttl"},
+		{Spec{Preset: "slow"}, "preset"},
+		{Spec{Backends: []string{"mysql"}}, "backends"},
+		{Spec{Backends: []string{"etcd:lease"}}, "backends"},
+		{Spec{Faults: []string{"clock"}}, "faults"},
+		{Spec{Faults: []string{"meteor"}}, "faults"},
+		{Spec{Faults: []string{"pause", "pause"}}, "faults"},
+		{Spec{Backends: []string{"memory"}, Faults: []string{"kill"}}, "faults"},
+		{Spec{Fencing: []string{"some"}}, "fencing"},
+		{Spec{Storages: []string{"s3"}}, "storages"},
+		{Spec{Backends: []string{"redis"}, Storages: []string{"etcd"}}, "storages"},
+		{Spec{Runs: -1}, "runs"},
+		{Spec{Runs: 1000}, "runs"},
+		{Spec{TimeLimit: time.Millisecond}, "time-limit"},
+		{Spec{Base: harness.Config{LeaseTTL: time.Hour}}, "lease-ttl"},
 	} {
-		_, err := ExpandCompare(c.spec)
-		var ue *UsageError
+		_, err := Expand(c.spec)
+		var ue *harness.UsageError
 		if !errors.As(err, &ue) || ue.Flag != c.flag {
 			t.Errorf("%+v: error %v, want one naming --%s", c.spec, err, c.flag)
 		}
@@ -298,7 +299,7 @@ func TestCompareMarkdown(t *testing.T) {
 			t.Errorf("compare.md lacks %q:\n%s", want, md)
 		}
 	}
-	if CompareExitCode(c) != ExitFailed {
+	if ExitCode(c) != harness.ExitFailed {
 		t.Error("a comparison with an error exits 255")
 	}
 	dir := t.TempDir()
@@ -317,16 +318,16 @@ func TestCompareMarkdown(t *testing.T) {
 // `check compare --backends memory --faults pause-holder --time-limit 3s`
 // with short leases, for real, in-process.
 func TestCompareMemoryEndToEnd(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{
+	m, err := Expand(Spec{
 		Backends: []string{"memory"}, Faults: []string{"pause-holder"}, TimeLimit: 3 * time.Second, Seed: 1,
-		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "compare")
 	var progress strings.Builder
-	c, err := RunCompare(quiet(), m, dir, &progress)
+	c, err := Run(quiet(), m, dir, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,8 +363,8 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 	if !strings.Contains(string(md), "| memory | lease | fenced | none | invalid 1/1<br>") || !strings.Contains(string(md), "| memory | lease | fenced | all | valid 1/1<br>") {
 		t.Errorf("compare.md:\n%s", md)
 	}
-	if CompareExitCode(c) != 0 {
-		t.Errorf("exit code %d, want 0", CompareExitCode(c))
+	if ExitCode(c) != 0 {
+		t.Errorf("exit code %d, want 0", ExitCode(c))
 	}
 }
 
@@ -373,7 +374,7 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 func TestDockerKnownAnswers(t *testing.T) {
 	bin := dockerOrSkip(t)
 	type answer struct {
-		row  CompareRow
+		row  Row
 		want models.Verdict
 	}
 	all := []answer{
@@ -388,7 +389,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 		{docker("etcd", "mutex", "etcd", "none"), models.Valid},
 	}
 	var answers []answer
-	want := map[CompareRow]models.Verdict{}
+	want := map[Row]models.Verdict{}
 	for _, a := range all {
 		b, ok := backendInfo(a.row.Backend)
 		if !ok || !slices.Contains(b.Recipes, a.row.Recipe) {
@@ -398,14 +399,14 @@ func TestDockerKnownAnswers(t *testing.T) {
 		answers = append(answers, a)
 		want[a.row] = a.want
 	}
-	base := DefaultCompareBase()
+	base := DefaultBase()
 	base.AgentBinary = bin
-	m := &CompareMatrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base}
+	m := &Matrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base}
 	for _, a := range answers {
 		m.Rows = append(m.Rows, a.row)
 	}
 	dir := t.TempDir()
-	c, err := RunCompare(quiet(), m, dir, testWriter{t})
+	c, err := Run(quiet(), m, dir, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 	wall := map[string]float64{}
 	var total float64
 	for _, r := range c.Rows {
-		row := CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		row := Row{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
 		cell := r.Cells[0]
 		for _, run := range cell.Runs {
 			wall[r.Backend] += run.DurationS
@@ -439,9 +440,9 @@ func TestDockerKnownAnswers(t *testing.T) {
 // A comparison interrupted in its only run: the cell says unknown, not
 // valid, and the comparison exits as interrupted.
 func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
-	m, err := ExpandCompare(CompareSpec{
+	m, err := Expand(Spec{
 		Backends: []string{"memory"}, Faults: []string{"pause"}, Fencing: []string{"all"}, TimeLimit: 30 * time.Second, Seed: 1,
-		Base: Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -449,7 +450,7 @@ func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
 	stop, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	time.AfterFunc(1500*time.Millisecond, cancel)
-	c, err := RunCompare(Signals{Stop: stop, Abort: context.Background()}, m, filepath.Join(t.TempDir(), "compare"), nil)
+	c, err := Run(harness.Signals{Stop: stop, Abort: context.Background()}, m, filepath.Join(t.TempDir(), "compare"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,7 +458,7 @@ func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
 	if cell.VerdictText() != "unknown 1/1" {
 		t.Errorf("the interrupted run's cell says %q, want unknown 1/1", cell.VerdictText())
 	}
-	if CompareExitCode(c) != ExitFailed {
-		t.Errorf("exit code %d, want %d", CompareExitCode(c), ExitFailed)
+	if ExitCode(c) != harness.ExitFailed {
+		t.Errorf("exit code %d, want %d", ExitCode(c), harness.ExitFailed)
 	}
 }

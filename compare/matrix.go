@@ -1,0 +1,346 @@
+// Package compare runs a matrix of tests — backends and recipes ×
+// storages and fencing modes (rows) × faults (columns), several runs a
+// cell — through harness.Run, and summarizes each cell from the runs'
+// in-memory results: verdict counts, the median time to the first
+// violation, acquisitions per second, the share of acquisitions that
+// succeeded and the share of acknowledged updates lost. reports draws the
+// tables; store says where they go.
+//
+// It reports, it never judges: a cell's verdicts are the runs' own, as
+// the checker gave them; compare never checks a history itself, never
+// reads back from disk what a run just wrote, and never names a backend —
+// what a backend can do it asks of backends/registry.
+package compare
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+// Spec is `check compare`'s selection of the matrix, as the flags
+// give it. Empty fields take the preset's values, else the defaults.
+type Spec struct {
+	// Preset is "", "quick" or "full".
+	Preset string
+	// Backends are backend names, or backend:recipe for one recipe. A bare
+	// name means the backend's default recipe under the quick preset and
+	// every recipe otherwise. Default: every registered backend but memory.
+	Backends []string
+	// Storages: default fenced (full: fenced, etcd, postgres). A backend
+	// gets the shared storages and those of its own that are listed.
+	Storages []string
+	Faults   []string // default pause-holder
+	Fencing  []string // default none,all (full: none,writes,all)
+	// Runs per cell (default 1; full: 3); TimeLimit per run (default 20s;
+	// quick: 15s).
+	Runs      int
+	TimeLimit time.Duration
+	Seed      int64
+	// Base holds the rest of every run's Config (clients, lease, ...);
+	// zero fields take DefaultBase's.
+	Base harness.Config
+	// FullTime runs every cell for its whole time limit; otherwise a run
+	// ends its workload at its first violation (StopOnViolation).
+	FullTime bool
+}
+
+// Presets are the accepted --preset values.
+var Presets = []string{"quick", "full"}
+
+// DefaultBase is what every run of a comparison shares: the root
+// command's defaults.
+func DefaultBase() harness.Config {
+	return harness.Config{Clients: 5, Keys: 1, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond,
+		NemesisInterval: 2 * time.Second, CheckTimeout: 5 * time.Minute, Nodes: 3}
+}
+
+// DefaultBackends are the backends a comparison runs when none are
+// named: every registered backend but the in-process memory one.
+func DefaultBackends() []string {
+	var out []string
+	for _, be := range registry.All() {
+		if defaultCluster(be) != "inprocess" {
+			out = append(out, be.Name)
+		}
+	}
+	return out
+}
+
+// Row is one row of the matrix.
+type Row struct {
+	Backend, Recipe, Storage, Fencing, Cluster string
+}
+
+func (r Row) String() string {
+	return fmt.Sprintf("%s %s %s %s", r.Backend, r.Recipe, r.Storage, r.Fencing)
+}
+
+// Matrix is an expanded, validated comparison: every row runs
+// under every fault Runs times.
+type Matrix struct {
+	Preset    string
+	Rows      []Row
+	Faults    []string
+	Runs      int
+	TimeLimit time.Duration
+	Seed      int64
+	Base      harness.Config
+}
+
+// Applicable says why a row cannot run under a fault ("" when it can).
+func (m *Matrix) Applicable(r Row, fault string) string {
+	if inProcess := harness.InProcessFaults(); r.Cluster == "inprocess" && fault != "none" && !slices.Contains(inProcess, fault) {
+		return fmt.Sprintf("an in-process run injects only %s", strings.Join(inProcess, ", "))
+	}
+	// The rest of the question Validate asks (e.g. a partition of a
+	// backend with one server has nothing to cut).
+	if err := harness.CheckFaults(m.Config(r, fault, 0, "compare")); err != nil {
+		var ue *harness.UsageError
+		if errors.As(err, &ue) {
+			return ue.Msg
+		}
+		return err.Error()
+	}
+	return ""
+}
+
+// Config is the run of row r under fault f with the given run index.
+func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Config {
+	cfg := m.Base
+	cfg.Backend, cfg.Recipe, cfg.Storage, cfg.Fencing, cfg.Cluster = r.Backend, r.Recipe, r.Storage, r.Fencing, r.Cluster
+	cfg.Nemesis = []string{fault}
+	cfg.TimeLimit = m.TimeLimit
+	cfg.Seed = m.Seed + int64(run)
+	cfg.Store = store
+	cfg.Name = ""
+	return cfg
+}
+
+// Expand turns a spec into the matrix, checking every value up
+// front; errors are *harness.UsageError naming the flag.
+func Expand(spec Spec) (*Matrix, error) {
+	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed}
+	base := DefaultBase()
+	b := spec.Base
+	base.Clients = cmp.Or(b.Clients, base.Clients)
+	base.Keys = cmp.Or(b.Keys, base.Keys)
+	base.LeaseTTL = cmp.Or(b.LeaseTTL, base.LeaseTTL)
+	base.Work = cmp.Or(b.Work, base.Work)
+	base.Hold = b.Hold
+	base.NemesisInterval = cmp.Or(b.NemesisInterval, base.NemesisInterval)
+	base.CheckTimeout = cmp.Or(b.CheckTimeout, base.CheckTimeout)
+	base.CheckMemory = cmp.Or(b.CheckMemory, base.CheckMemory)
+	base.StopOnViolation = !spec.FullTime
+	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
+	base.AgentBinary = b.AgentBinary
+	m.Base = base
+
+	// The preset's values, then the flags over them.
+	var (
+		everyRecipe = true
+		storages    = []string{"fenced"}
+		faults      = []string{"pause-holder"}
+		fencing     = []string{"none", "all"}
+		runs        = 1
+		timeLimit   = 20 * time.Second
+	)
+	switch spec.Preset {
+	case "":
+	case "quick":
+		everyRecipe = false
+		timeLimit = 15 * time.Second
+	case "full":
+		storages = []string{"fenced"}
+		for _, be := range registry.All() {
+			storages = append(storages, be.Storages...)
+		}
+		for _, st := range registry.SharedStorages() {
+			if st != registry.DefaultStorage {
+				storages = append(storages, st)
+			}
+		}
+		fencing = []string{"none", "writes", "all"}
+		faults = []string{"pause-holder", "pause", "partition", "kill"}
+		runs = 3
+	default:
+		return nil, usage("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
+	}
+	backends := spec.Backends
+	if len(backends) == 0 {
+		backends = DefaultBackends()
+	}
+	if len(spec.Storages) > 0 {
+		storages = spec.Storages
+	}
+	if len(spec.Faults) > 0 {
+		faults = spec.Faults
+	}
+	if len(spec.Fencing) > 0 {
+		fencing = spec.Fencing
+	}
+	if spec.Runs != 0 {
+		runs = spec.Runs
+	}
+	if spec.TimeLimit != 0 {
+		timeLimit = spec.TimeLimit
+	}
+
+	if runs < 1 || runs > 100 {
+		return nil, usage("runs", "%d is out of range (accepted: 1 to 100)", runs)
+	}
+	if timeLimit < time.Second || timeLimit > 24*time.Hour {
+		return nil, usage("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", timeLimit)
+	}
+	m.Runs, m.TimeLimit = runs, timeLimit
+	for _, f := range fencing {
+		if _, err := fenced.ParseMode(f); err != nil {
+			return nil, usage("fencing", "%v", err)
+		}
+	}
+	if dup := firstDuplicate(fencing); dup != "" {
+		return nil, usage("fencing", "%s is listed twice", dup)
+	}
+	for _, f := range faults {
+		switch {
+		case f == "clock":
+			return nil, usage("faults", "clock faults cannot be injected per container: every container shares the host's clock")
+		case !slices.Contains(harness.Faults, f):
+			return nil, usage("faults", "unknown fault %q (accepted: %s)", f, strings.Join(harness.Faults, ", "))
+		}
+	}
+	if dup := firstDuplicate(faults); dup != "" {
+		return nil, usage("faults", "%s is listed twice", dup)
+	}
+	m.Faults = faults
+	own := map[string]bool{}
+	for _, be := range registry.All() {
+		for _, s := range be.Storages {
+			own[s] = true
+		}
+	}
+	for _, s := range storages {
+		if !shared(s) && !own[s] {
+			var accepted []string
+			accepted = append(accepted, registry.SharedStorages()...)
+			for s := range own {
+				accepted = append(accepted, s)
+			}
+			sort.Strings(accepted)
+			return nil, usage("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
+		}
+	}
+	if dup := firstDuplicate(storages); dup != "" {
+		return nil, usage("storages", "%s is listed twice", dup)
+	}
+
+	seen := map[Row]bool{}
+	for _, sel := range backends {
+		name, recipe, one := strings.Cut(sel, ":")
+		be, ok := backendInfo(name)
+		if !ok {
+			return nil, usage("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(names(), ", "))
+		}
+		recipes := be.Recipes
+		switch {
+		case one && !slices.Contains(be.Recipes, recipe):
+			return nil, usage("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
+		case one:
+			recipes = []string{recipe}
+		case !everyRecipe:
+			recipes = be.Recipes[:1]
+		}
+		cluster := defaultCluster(be)
+		for _, rc := range recipes {
+			for _, st := range storages {
+				shared := shared(st)
+				switch {
+				case shared && cluster == "inprocess" && st != "fenced":
+					continue // an in-process run has only the fenced node
+				case !shared && !slices.Contains(be.Storages, st):
+					continue // another backend's own storage
+				}
+				fs := fencing
+				if !shared {
+					fs = []string{"none"} // the backend guards it itself
+				}
+				for _, f := range fs {
+					r := Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster}
+					if !seen[r] {
+						seen[r] = true
+						m.Rows = append(m.Rows, r)
+					}
+				}
+			}
+		}
+	}
+	if len(m.Rows) == 0 {
+		return nil, usage("storages", "no backend of --backends %s can use storage %s", strings.Join(backends, ","), strings.Join(storages, ","))
+	}
+	cells := 0
+	for _, r := range m.Rows {
+		for _, f := range m.Faults {
+			if m.Applicable(r, f) != "" {
+				continue
+			}
+			cells++
+			cfg := m.Config(r, f, 0, "compare")
+			cfg.Defaults()
+			if err := cfg.Validate(); err != nil {
+				var ue *harness.UsageError
+				if errors.As(err, &ue) {
+					return nil, usage(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
+				}
+				return nil, err
+			}
+		}
+	}
+	if cells == 0 {
+		return nil, usage("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(harness.InProcessFaults(), ", "))
+	}
+	return m, nil
+}
+
+func firstDuplicate(list []string) string {
+	seen := map[string]bool{}
+	for _, s := range list {
+		if seen[s] {
+			return s
+		}
+		seen[s] = true
+	}
+	return ""
+}
+
+// usage is bad input to the matrix, named by its flag, as the CLI
+// reports every bad flag (exit 254).
+func usage(flag, format string, args ...any) error {
+	return &harness.UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
+}
+
+// defaultCluster is where a backend runs when the matrix does not say:
+// its first cluster (in process for the memory backend, Docker for the
+// servers).
+func defaultCluster(b registry.Info) string { return b.Clusters[0] }
+
+func backendInfo(name string) (registry.Info, bool) { return registry.Lookup(name) }
+
+func names() []string {
+	var out []string
+	for _, b := range registry.All() {
+		out = append(out, b.Name)
+	}
+	return out
+}
+
+// shared reports whether storage s works with every backend (the fenced
+// node), rather than being a backend's own.
+func shared(s string) bool { return slices.Contains(registry.SharedStorages(), s) }

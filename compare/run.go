@@ -1,0 +1,129 @@
+package compare
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
+)
+
+// Run runs every applicable cell of m, one run at a time, with
+// each run's directory under dir, and writes compare.json, compare.md and
+// compare.html into dir (after every cell, so a long comparison can be
+// watched). progress gets a line per run. The first interrupt stops the
+// run going on (it is still checked) and skips the rest. The error is
+// about writing the tables; failed runs are in the comparison (Errors).
+func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*reports.Comparison, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	started := time.Now()
+	c := &reports.Comparison{
+		Started: started.UTC().Format("2006-01-02T15:04:05Z"), Preset: m.Preset, Seed: m.Seed, Runs: m.Runs,
+		TimeLimitS: m.TimeLimit.Seconds(), Faults: m.Faults,
+		Clients: m.Base.Clients, Keys: m.Base.Keys, Nodes: m.Base.Nodes, LeaseTTLS: m.Base.LeaseTTL.Seconds(),
+	}
+	total := 0
+	for i, r := range m.Rows {
+		c.Rows = append(c.Rows, reports.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster})
+		for _, f := range m.Faults {
+			cell := reports.CompareCell{Fault: f, Verdicts: map[string]int{}}
+			if why := m.Applicable(r, f); why != "" {
+				cell.NotApplicable = why
+			} else {
+				total += m.Runs
+			}
+			c.Rows[i].Cells = append(c.Rows[i].Cells, cell)
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return c, fmt.Errorf("creating %s: %w (choose another with --store)", dir, err)
+	}
+	fmt.Fprintf(progress, "compare: %d rows × %d faults, %d runs of %s, seed %d, store %s\n",
+		len(m.Rows), len(m.Faults), total, m.TimeLimit, m.Seed, dir)
+	done := 0
+	for i, r := range m.Rows {
+		for j, f := range m.Faults {
+			if c.Rows[i].Cells[j].NotApplicable != "" {
+				continue
+			}
+			var runs []reports.CompareRun
+			for k := 0; k < m.Runs && sig.Stop.Err() == nil; k++ {
+				cfg := m.Config(r, f, k, dir)
+				done++
+				fmt.Fprintf(progress, "[%d/%d] %s × %s, run %d/%d (seed %d); %d left after this\n",
+					done, total, r, f, k+1, m.Runs, cfg.Seed, total-done)
+				t0 := time.Now()
+				out, err := harness.Run(sig, cfg, nil)
+				run := summarizeRun(cfg, dir, out, err, time.Since(t0))
+				if err == nil && out.Interrupted {
+					c.Interrupted = true
+				}
+				runs = append(runs, run)
+				fmt.Fprintf(progress, "        %s\n", runLine(run))
+			}
+			if len(runs) > 0 {
+				c.Rows[i].Cells[j] = AggregateCell(f, runs)
+			}
+			c.Errors = countErrors(c)
+			c.DurationS = time.Since(started).Seconds()
+			if sig.Stop.Err() != nil {
+				c.Interrupted = true
+			}
+			if err := reports.WriteComparison(dir, c); err != nil {
+				return c, fmt.Errorf("writing the comparison: %w", err)
+			}
+		}
+	}
+	c.Errors = countErrors(c)
+	c.DurationS = time.Since(started).Seconds()
+	if err := reports.WriteComparison(dir, c); err != nil {
+		return c, fmt.Errorf("writing the comparison: %w", err)
+	}
+	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), filepath.Join(dir, "compare.html"))
+	return c, nil
+}
+
+func runLine(r reports.CompareRun) string {
+	s := r.Verdict
+	if r.FirstViolationS != nil {
+		s += fmt.Sprintf(", first violation at %.1f s", *r.FirstViolationS)
+	}
+	if r.LostShareMin != nil && r.LostShareMax != nil {
+		s += ", lost " + models.ShareText(*r.LostShareMin, *r.LostShareMax) + " of acknowledged updates"
+	}
+	s += fmt.Sprintf(", %d ok acquires, %.0f s", r.AcquireOK, r.DurationS)
+	if r.Error != "" {
+		s += ": " + strings.Join(strings.Fields(r.Error), " ")
+	}
+	if r.Dir != "" {
+		s += " → " + r.Dir
+	}
+	return s
+}
+
+func countErrors(c *reports.Comparison) int {
+	n := 0
+	for _, r := range c.Rows {
+		for _, cell := range r.Cells {
+			n += cell.Verdicts["error"]
+		}
+	}
+	return n
+}
+
+// ExitCode is `check compare`'s exit code: 0 when every cell ran
+// (whatever the verdicts), 255 when a run could not be carried out or an
+// interrupt kept cells from running.
+func ExitCode(c *reports.Comparison) int {
+	if c == nil || c.Errors > 0 || c.Interrupted {
+		return harness.ExitFailed
+	}
+	return harness.ExitValid
+}

@@ -1,0 +1,166 @@
+// Package runstore owns where a run lives on disk: the layout
+// <store>/<test>/<stamp>/, how a stamp is written and read, the
+// <store>/latest link to the newest run, the names of the files a run
+// keeps in its directory, where a comparison puts its tables, and finding
+// the runs of a store again. Everything that makes, names or lists a run
+// directory asks this package; nothing else spells the layout.
+//
+// It must never decide what a file says: it does not check a history,
+// judge a verdict or format a report (the harness, models and reports do),
+// and it never writes outside the store directory it is given. Listing
+// reads only names and file types, never contents, and never follows a
+// symbolic link.
+package runstore
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultRoot is the store directory when none is given (--store).
+const DefaultRoot = "store"
+
+// Latest is the link in the store that points at the newest run; no test
+// may take its name.
+const Latest = "latest"
+
+// The files of a run directory.
+const (
+	// HistoryFile is the history, one event a line (docs/history.md).
+	HistoryFile = "history.jsonl"
+	// ResultsFile is the machine-readable verdict (docs/results.md).
+	ResultsFile = "results.json"
+	// LogFile is the run's full log.
+	LogFile = "check.log"
+	// ReportFile is the HTML report.
+	ReportFile = "report.html"
+	// VisualizationFile is porcupine's visualization of one key;
+	// VisualizationDir holds one per key when there are several.
+	VisualizationFile = "linearizability.html"
+	VisualizationDir  = "linearizability"
+)
+
+// RunFiles are the files of a run that an index links to, in order.
+var RunFiles = []string{ReportFile, ResultsFile, HistoryFile, VisualizationFile, LogFile}
+
+// StampLayout is how a run directory is named from the run's start (UTC,
+// to the millisecond). A run that starts in the same millisecond as
+// another of the same test gets the stamp followed by -2, -3, ...
+const StampLayout = "20060102T150405.000Z"
+
+// TimeLayout is how a run's start is written in its files (results.json's
+// "started").
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// compareStampLayout names a comparison's directory (to the second).
+const compareStampLayout = "20060102T150405Z"
+
+// Stamp is the name of the directory of a run started at t.
+func Stamp(t time.Time) string { return t.UTC().Format(StampLayout) }
+
+// ParseStamp reads the start of a run from its directory's name, with or
+// without the -N that tells apart runs started in the same millisecond.
+func ParseStamp(name string) (time.Time, bool) {
+	t, err := time.Parse(StampLayout, strings.SplitN(name, "-", 2)[0])
+	return t, err == nil
+}
+
+// NewRun makes <root>/<test>/<stamp>/ for a run started at started — a
+// new directory even when another run of the test started in the same
+// millisecond — points <root>/latest at it, and returns its path.
+func NewRun(root, test string, started time.Time) (string, error) {
+	parent := filepath.Join(root, test)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return "", fmt.Errorf("creating the store directory: %w (choose another with --store)", err)
+	}
+	stamp := Stamp(started)
+	var rel string
+	for i := 1; ; i++ {
+		rel = filepath.Join(test, stamp)
+		if i > 1 {
+			rel += fmt.Sprintf("-%d", i)
+		}
+		err := os.Mkdir(filepath.Join(root, rel), 0o755)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) || i > 1000 {
+			return "", fmt.Errorf("creating the run directory: %w (choose another with --store)", err)
+		}
+	}
+	setLatest(root, rel)
+	return filepath.Join(root, rel), nil
+}
+
+// setLatest points <root>/latest at rel, replacing the old link in one
+// step. A store where links cannot be made still works without it.
+func setLatest(root, rel string) {
+	latest := filepath.Join(root, Latest)
+	tmp := fmt.Sprintf("%s.%d.tmp", latest, os.Getpid())
+	os.Remove(tmp)
+	if err := os.Symlink(rel, tmp); err == nil {
+		if err := os.Rename(tmp, latest); err != nil {
+			os.Remove(tmp)
+		}
+	}
+}
+
+// CompareDir is where a comparison started at t keeps its tables and its
+// runs when no directory is given: <root>/compare/<stamp>.
+func CompareDir(root string, t time.Time) string {
+	return filepath.Join(root, "compare", t.UTC().Format(compareStampLayout))
+}
+
+// RunDir is a run directory found in a store.
+type RunDir struct {
+	// Test is the test's name (the store's first level), Stamp the run's
+	// directory (the second); Path is Test/Stamp, with slashes.
+	Test, Stamp, Path string
+	// Started is read from the stamp (zero when the name is not one).
+	Started time.Time
+	// Files lists which of RunFiles the directory holds, in their order.
+	Files []string
+}
+
+// List finds every run directory of a store — <test>/<stamp>/ holding at
+// least one of RunFiles — in no particular order. Symbolic links (latest)
+// are not followed, so no run is listed twice and nothing outside the
+// store is read.
+func List(root fs.FS) ([]RunDir, error) {
+	tests, err := fs.ReadDir(root, ".")
+	if err != nil {
+		return nil, err
+	}
+	var out []RunDir
+	for _, t := range tests {
+		if !t.IsDir() || t.Type()&fs.ModeSymlink != 0 {
+			continue
+		}
+		stamps, err := fs.ReadDir(root, t.Name())
+		if err != nil {
+			continue
+		}
+		for _, s := range stamps {
+			if !s.IsDir() || s.Type()&fs.ModeSymlink != 0 {
+				continue
+			}
+			d := RunDir{Test: t.Name(), Stamp: s.Name(), Path: path.Join(t.Name(), s.Name())}
+			for _, f := range RunFiles {
+				if st, err := fs.Stat(root, path.Join(d.Path, f)); err == nil && st.Mode().IsRegular() {
+					d.Files = append(d.Files, f)
+				}
+			}
+			if len(d.Files) == 0 {
+				continue
+			}
+			d.Started, _ = ParseStamp(d.Stamp)
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
