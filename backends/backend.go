@@ -85,9 +85,10 @@ func WithFailpoint(ctx context.Context, hook func(name string)) context.Context 
 }
 
 // Failpoint marks a point in a recipe where a fault can be injected
-// precisely, as etcd's robustness tests do with gofail. Every recipe calls
-// Failpoint(ctx, FailpointWriteChecked) after its last check that the
-// lease is still held and before the write leaves the client: the gap in
+// precisely, as etcd's robustness tests do with gofail. Every recipe's
+// writes pass Failpoint(ctx, FailpointWriteChecked) (in fenced.Guard, the
+// one place) after the last check that the lease is still held and before
+// the write leaves the client: the gap in
 // which a paused holder does its damage (it wakes after its lease ran out
 // and writes anyway). Without a hook it does nothing.
 func Failpoint(ctx context.Context, name string) {
