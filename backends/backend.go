@@ -1,8 +1,10 @@
 // Package backends defines what a lock service and its protected resource
 // offer the harness: a Client that a single logical process drives through
 // acquire → read → write → release, and the rules that turn a client's
-// errors into Jepsen's ok / fail / info honestly. Each lock service is one
-// package below this one; none of them knows about histories or faults.
+// errors into Jepsen's ok / fail / info honestly, and the lease
+// bookkeeping every recipe shares (Leases, Grant: lease.go). Each lock
+// service is one package below this one; none of them knows about
+// histories or faults, and none keeps its own table of held locks.
 package backends
 
 import (
