@@ -66,11 +66,11 @@ func (h *held) owner() clientv3.Cmp {
 // session is known lost; with storage etcd every read and write is a
 // transaction guarded by the lock's ownership.
 type Client struct {
-	cli    *clientv3.Client
-	rpc    bool // the Lock RPC recipe
-	ttl    int
-	guard  fenced.Guard // to the storage node, or to the resource in etcd
-	leases backends.Leases[*held]
+	cli          *clientv3.Client
+	rpc          bool // the Lock RPC recipe
+	ttl          int
+	fenced.Guard // to the storage node, or to the resource in etcd
+	leases       backends.Leases[*held]
 }
 
 // NewClient connects to every endpoint with the mutex recipe. storage nil
@@ -99,7 +99,7 @@ func NewRecipeClient(endpoints []string, recipe string, ttl time.Duration, stora
 	if storage == nil {
 		storage = inEtcd{c}
 	}
-	c.guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
 	return c, nil
 }
 
@@ -185,14 +185,6 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 // errGuard is a transaction whose lock guard failed: the lock is no longer
 // ours, and etcd did not apply the op.
 var errGuard = backends.Definitef("guard-failed")
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.guard.Read(ctx, key, token)
-}
-
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return c.guard.Write(ctx, key, token, value)
-}
 
 // inEtcd is the resource kept in etcd itself (--storage etcd): every read
 // and write is a transaction guarded by the lock's ownership. The client's

@@ -11,7 +11,8 @@ import (
 // the write-checked failpoint between that check and leaving — the gap a
 // paused holder does its damage in. Every recipe reads and writes through
 // a Guard, so the check-then-send rule and the failpoint live here and in
-// no client.
+// no client. A client embeds its Guard: Read and Write have the
+// backends.Client signatures.
 type Guard struct {
 	// Storage is where the ops go once the check passed.
 	Storage Storage
@@ -29,8 +30,9 @@ func (g Guard) Read(ctx context.Context, key string, token uint64) (int64, error
 }
 
 // Write writes key only while the lease check passes, with the
-// write-checked failpoint between the check and the write.
-func (g Guard) Write(ctx context.Context, key string, token uint64, value int64) error {
+// write-checked failpoint between the check and the write. prev (what the
+// section read) is for the history only: storage writes are blind.
+func (g Guard) Write(ctx context.Context, key string, token uint64, _, value int64) error {
 	if err := g.Check(key, token); err != nil {
 		return err
 	}

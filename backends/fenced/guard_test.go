@@ -16,7 +16,7 @@ func TestGuardChecksTheLeaseAndMarksTheFailpoint(t *testing.T) {
 	var points []string
 	ctx := backends.WithFailpoint(context.Background(), func(name string) { points = append(points, name) })
 
-	if err := g.Write(ctx, "k", 1, 5); !errors.Is(err, backends.ErrLeaseLost) {
+	if err := g.Write(ctx, "k", 1, 0, 5); !errors.Is(err, backends.ErrLeaseLost) {
 		t.Fatalf("write without a lease: %v, want lease-lost", err)
 	}
 	if _, err := g.Read(ctx, "k", 1); !errors.Is(err, backends.ErrLeaseLost) {
@@ -30,7 +30,7 @@ func TestGuardChecksTheLeaseAndMarksTheFailpoint(t *testing.T) {
 	}
 
 	leases.Put("k", backends.NewGrant(1))
-	if err := g.Write(ctx, "k", 1, 5); err != nil {
+	if err := g.Write(ctx, "k", 1, 0, 5); err != nil {
 		t.Fatalf("write under the lease: %v", err)
 	}
 	if v, err := g.Read(ctx, "k", 1); err != nil || v != 5 {

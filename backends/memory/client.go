@@ -31,12 +31,12 @@ const NetworkDelay = 500 * time.Microsecond
 // tests show it is not enough, because a pause can fall between the check
 // and the write.
 type Client struct {
-	locks  Locks
-	guard  fenced.Guard
-	ttl    time.Duration
-	gate   *Gate
-	delay  time.Duration
-	leases backends.Leases[*backends.Grant]
+	locks        Locks
+	fenced.Guard // Read and Write, through the lease check
+	ttl          time.Duration
+	gate         *Gate
+	delay        time.Duration
+	leases       backends.Leases[*backends.Grant]
 }
 
 // NewClient makes a client of locks and storage whose whole activity stops
@@ -48,7 +48,7 @@ func NewClient(locks Locks, storage fenced.Storage, ttl time.Duration, gate *Gat
 	c := &Client{locks: locks, ttl: ttl, gate: gate}
 	// Every op on the storage waits out a freeze, passes the lease check
 	// and then crosses the network.
-	c.guard = fenced.Guard{Storage: delayed{c, storage}, Check: func(key string, token uint64) error {
+	c.Guard = fenced.Guard{Storage: delayed{c, storage}, Check: func(key string, token uint64) error {
 		c.gate.Wait()
 		return c.leases.Check(key, token)
 	}}
@@ -121,14 +121,6 @@ func (d delayed) Write(ctx context.Context, key string, token uint64, value int6
 	err := d.storage.Write(ctx, key, token, value)
 	d.c.receive()
 	return err
-}
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.guard.Read(ctx, key, token)
-}
-
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return c.guard.Write(ctx, key, token, value)
 }
 
 func (c *Client) Release(ctx context.Context, key string) error {

@@ -45,12 +45,12 @@ type session struct {
 // the lock lost as soon as a ping fails. With tokens, each grant takes
 // the next value of a sequence; without, every token is 0.
 type AdvisoryClient struct {
-	url, secret string
-	ttl         time.Duration
-	tokens      bool
-	guard       fenced.Guard
-	holder      string
-	leases      backends.Leases[*session]
+	url, secret  string
+	ttl          time.Duration
+	tokens       bool
+	fenced.Guard // Read and Write, through the lease check
+	holder       string
+	leases       backends.Leases[*session]
 }
 
 // NewAdvisoryClient makes a client of the lock server at url; it connects
@@ -60,7 +60,7 @@ func NewAdvisoryClient(url, secret string, ttl time.Duration, tokens bool, stora
 		return nil, err
 	}
 	c := &AdvisoryClient{url: url, secret: secret, ttl: ttl, tokens: tokens, holder: newHolder()}
-	c.guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
 	return c, nil
 }
 
@@ -159,14 +159,6 @@ func (c *AdvisoryClient) ping(s *session) (lost bool) {
 	return err != nil
 }
 
-func (c *AdvisoryClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.guard.Read(ctx, key, token)
-}
-
-func (c *AdvisoryClient) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return c.guard.Write(ctx, key, token, value)
-}
-
 // Release unlocks on the session and then ends it.
 func (c *AdvisoryClient) Release(ctx context.Context, key string) error {
 	s, err := c.leases.Take(key)
@@ -196,6 +188,6 @@ func (c *AdvisoryClient) Close() error {
 		s.Stop()
 		closeConn(s.conn)
 	}
-	closeStorage(c.guard.Storage)
+	closeStorage(c.Guard.Storage)
 	return nil
 }

@@ -59,11 +59,11 @@ var errNotHolder = backends.Definitef("not-holder")
 // keepalive has learnt that the lease is gone — and only then: it does not
 // guess from its own clock, which is what the fencing tests are about.
 type LeaseClient struct {
-	pool   *pgxpool.Pool
-	guard  fenced.Guard
-	ttl    time.Duration
-	holder string
-	leases backends.Leases[*backends.Grant]
+	pool         *pgxpool.Pool
+	fenced.Guard // Read and Write, through the lease check
+	ttl          time.Duration
+	holder       string
+	leases       backends.Leases[*backends.Grant]
 
 	mu   sync.Mutex
 	made map[string]bool // keys whose row this client has seen to
@@ -78,7 +78,7 @@ func NewLeaseClient(url, secret string, ttl time.Duration, storage fenced.Storag
 		return nil, err
 	}
 	c := &LeaseClient{pool: pool, ttl: ttl, holder: holder, made: map[string]bool{}}
-	c.guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
 	return c, nil
 }
 
@@ -155,14 +155,6 @@ func (c *LeaseClient) renew(key string, token uint64) (lost bool) {
 	return err == nil && !renewed
 }
 
-func (c *LeaseClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.guard.Read(ctx, key, token)
-}
-
-func (c *LeaseClient) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return c.guard.Write(ctx, key, token, value)
-}
-
 // Release stops the keepalive and frees the row. A row that is no longer
 // this grant's (expired, taken) is a definite failure: nothing changed.
 func (c *LeaseClient) Release(ctx context.Context, key string) error {
@@ -193,6 +185,6 @@ func (c *LeaseClient) Close() error {
 		g.Abandon()
 	}
 	c.pool.Close()
-	closeStorage(c.guard.Storage)
+	closeStorage(c.Guard.Storage)
 	return nil
 }

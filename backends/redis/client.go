@@ -43,11 +43,11 @@ type lease struct {
 // validity. As in the memory backend, that check races with a write that
 // is already on its way.
 type Client struct {
-	lock   *masters
-	guard  fenced.Guard
-	ttl    time.Duration
-	name   string // prefix of the random values, for reading the servers
-	leases backends.Leases[*lease]
+	lock         *masters
+	fenced.Guard // Read and Write, through the lease check
+	ttl          time.Duration
+	name         string // prefix of the random values, for reading the servers
+	leases       backends.Leases[*lease]
 }
 
 // NewClient makes a client of the recipe over the masters at endpoints
@@ -92,7 +92,7 @@ func NewClient(endpoints []string, recipe string, ttl time.Duration, storage fen
 	}
 	host, _ := os.Hostname()
 	c := &Client{lock: newMasters(recipe, nodes, addrs, ttl), ttl: ttl, name: host}
-	c.guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
 	return c, nil
 }
 
@@ -165,14 +165,6 @@ func (c *Client) renew(stopped context.Context, key string, l *lease) (lost bool
 		return false
 	}
 	return r.lost || time.Now().After(l.validUntil)
-}
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.guard.Read(ctx, key, token)
-}
-
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return c.guard.Write(ctx, key, token, value)
 }
 
 // Release stops the keepalive, then deletes the value wherever it is ours.

@@ -63,11 +63,11 @@ func (h *held) Lost() bool    { return h.sess.lostWhy() != "" }
 // Each acquire runs on the client's current session; a lost session means
 // a new zk connection (a new session) for the next acquire.
 type Client struct {
-	servers []string
-	timing  Timing
-	guard   fenced.Guard
-	sess    *session
-	leases  backends.Leases[*held]
+	servers      []string
+	timing       Timing
+	fenced.Guard // Read and Write, through the lease check
+	sess         *session
+	leases       backends.Leases[*held]
 }
 
 // NewClient makes a client of the ensemble at servers (host:port) with
@@ -81,7 +81,7 @@ func NewClient(servers []string, ttl time.Duration, storage fenced.Storage) (*Cl
 		return nil, errors.New("zookeeper: the resource lives in the shared fenced storage, and none was given")
 	}
 	c := &Client{servers: servers, timing: TimingFor(ttl)}
-	c.guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
 	return c, nil
 }
 
@@ -321,14 +321,6 @@ func (c *Client) wait(ctx context.Context, s *session, key, parent, path string)
 	}
 	c.leases.Put(key, &held{sess: s, path: path, token: token})
 	return token, nil
-}
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.guard.Read(ctx, key, token)
-}
-
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return c.guard.Write(ctx, key, token, value)
 }
 
 // Release deletes the lock znode. With the session lost it sends nothing
