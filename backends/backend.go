@@ -1,8 +1,10 @@
 // Package backends defines what a lock service and its protected resource
 // offer the harness: a Client that a single logical process drives through
 // acquire → read → write → release, and the rules that turn a client's
-// errors into Jepsen's ok / fail / info honestly. Each lock service is one
-// package below this one; none of them knows about histories or faults.
+// errors into Jepsen's ok / fail / info honestly, and the lease
+// bookkeeping every recipe shares (Leases, Grant: lease.go). Each lock
+// service is one package below this one; none of them knows about
+// histories or faults, and none keeps its own table of held locks.
 package backends
 
 import (
@@ -85,9 +87,10 @@ func WithFailpoint(ctx context.Context, hook func(name string)) context.Context 
 }
 
 // Failpoint marks a point in a recipe where a fault can be injected
-// precisely, as etcd's robustness tests do with gofail. Every recipe calls
-// Failpoint(ctx, FailpointWriteChecked) after its last check that the
-// lease is still held and before the write leaves the client: the gap in
+// precisely, as etcd's robustness tests do with gofail. Every recipe's
+// writes pass Failpoint(ctx, FailpointWriteChecked) (in fenced.Guard, the
+// one place) after the last check that the lease is still held and before
+// the write leaves the client: the gap in
 // which a paused holder does its damage (it wakes after its lease ran out
 // and writes anyway). Without a hook it does nothing.
 func Failpoint(ctx context.Context, name string) {

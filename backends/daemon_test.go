@@ -2,38 +2,24 @@ package backends
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
 // A server that never becomes ready fails the wait within its bound, and
 // the error carries the tail of the server's log.
 func TestServerThatNeverStartsFailsWithItsLog(t *testing.T) {
 	ctx := context.Background()
-	cli, err := compose.Connect(ctx)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Docker is required under CI=true: %v", err)
-		}
-		t.Skipf("no Docker: %v", err)
-	}
-	defer cli.Close()
+	cli := dockertest.Engine(t, compose.Connect)
 	image, err := compose.EnsureImage(ctx, cli, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "check")
-	build := exec.Command("go", "build", "-o", bin, "../cmd/check")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
+	bin := dockertest.CheckBinary(t)
 	c, err := compose.Up(ctx, cli, compose.Spec{TestID: "daemon-test", Image: image, Servers: 1, Binary: bin})
 	if err != nil {
 		t.Fatal(err)

@@ -13,13 +13,14 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/simulate"
 	"github.com/fencecheck/fencecheck/models"
 )
 
 // checkerCase is one synthetic history to check.
 type checkerCase struct {
 	name    string
-	synth   models.Synthetic
+	synth   simulate.Synthetic
 	goal    time.Duration
 	memGoal int64 // bytes of peak RSS; 0: none
 	want    models.Verdict
@@ -30,17 +31,17 @@ type checkerCase struct {
 }
 
 var checkerCases = []checkerCase{
-	{name: "check 100k ops, 10 keys, 10 clients, valid", synth: models.Synthetic{Seed: 1, Ops: 100_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid, plain: true},
-	{name: "check 100k ops, 10 keys, 10 clients, invalid", synth: models.Synthetic{Seed: 2, Ops: 100_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01}, goal: 5 * time.Second, want: models.Invalid},
-	{name: "check 1M ops, 10 keys, 10 clients, valid", synth: models.Synthetic{Seed: 3, Ops: 1_000_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01, Fenced: true}, goal: 60 * time.Second, memGoal: 2 << 30, want: models.Valid},
-	{name: "check 1M ops, 10 keys, 10 clients, invalid", synth: models.Synthetic{Seed: 4, Ops: 1_000_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01}, goal: 60 * time.Second, memGoal: 2 << 30, want: models.Invalid},
-	{name: "check 5k ops, 1 key, 20 clients, 0.2% info", synth: models.Synthetic{Seed: 5, Ops: 5_000, Keys: 1, Clients: 20, InfoRate: 0.002, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
-	{name: "check 5k ops, 1 key, 20 clients, 2% info", synth: models.Synthetic{Seed: 5, Ops: 5_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
-	{name: "check 20k ops, 1 key, 20 clients, 2% info", synth: models.Synthetic{Seed: 6, Ops: 20_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
-	{name: "check 20k ops, 1 key, 20 clients, 2% info, invalid", synth: models.Synthetic{Seed: 7, Ops: 20_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01}, goal: 5 * time.Second, want: models.Invalid},
-	{name: "check 100k ops, 1 key, 20 clients, 2% info", synth: models.Synthetic{Seed: 8, Ops: 100_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
-	{name: "check 100k ops, 1 key, 50 clients, 5% info", synth: models.Synthetic{Seed: 10, Ops: 100_000, Keys: 1, Clients: 50, InfoRate: 0.05, PauseRate: 0.05, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
-	{name: "check 20k ops, 1 key, 20 clients, 2% info, no tokens", synth: models.Synthetic{Seed: 6, Ops: 20_000, Keys: 1, Clients: 20, InfoRate: 0.02, Fenced: true, NoTokens: true}, goal: 60 * time.Second, want: models.Valid, degrades: infoCost},
+	{name: "check 100k ops, 10 keys, 10 clients, valid", synth: simulate.Synthetic{Seed: 1, Ops: 100_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid, plain: true},
+	{name: "check 100k ops, 10 keys, 10 clients, invalid", synth: simulate.Synthetic{Seed: 2, Ops: 100_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01}, goal: 5 * time.Second, want: models.Invalid},
+	{name: "check 1M ops, 10 keys, 10 clients, valid", synth: simulate.Synthetic{Seed: 3, Ops: 1_000_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01, Fenced: true}, goal: 60 * time.Second, memGoal: 2 << 30, want: models.Valid},
+	{name: "check 1M ops, 10 keys, 10 clients, invalid", synth: simulate.Synthetic{Seed: 4, Ops: 1_000_000, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01}, goal: 60 * time.Second, memGoal: 2 << 30, want: models.Invalid},
+	{name: "check 5k ops, 1 key, 20 clients, 0.2% info", synth: simulate.Synthetic{Seed: 5, Ops: 5_000, Keys: 1, Clients: 20, InfoRate: 0.002, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
+	{name: "check 5k ops, 1 key, 20 clients, 2% info", synth: simulate.Synthetic{Seed: 5, Ops: 5_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
+	{name: "check 20k ops, 1 key, 20 clients, 2% info", synth: simulate.Synthetic{Seed: 6, Ops: 20_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
+	{name: "check 20k ops, 1 key, 20 clients, 2% info, invalid", synth: simulate.Synthetic{Seed: 7, Ops: 20_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01}, goal: 5 * time.Second, want: models.Invalid},
+	{name: "check 100k ops, 1 key, 20 clients, 2% info", synth: simulate.Synthetic{Seed: 8, Ops: 100_000, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
+	{name: "check 100k ops, 1 key, 50 clients, 5% info", synth: simulate.Synthetic{Seed: 10, Ops: 100_000, Keys: 1, Clients: 50, InfoRate: 0.05, PauseRate: 0.05, Fenced: true}, goal: 5 * time.Second, want: models.Valid},
+	{name: "check 20k ops, 1 key, 20 clients, 2% info, no tokens", synth: simulate.Synthetic{Seed: 6, Ops: 20_000, Keys: 1, Clients: 20, InfoRate: 0.02, Fenced: true, NoTokens: true}, goal: 60 * time.Second, want: models.Valid, degrades: infoCost},
 }
 
 // infoCost is where a hot key can still degrade. The grants are decided

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/simulate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 
 type scaleShape struct {
 	name  string
-	synth models.Synthetic
+	synth simulate.Synthetic
 	// goals by op count: time and peak memory (0: measured only).
 	goal    map[int]time.Duration
 	memGoal map[int]int64
@@ -33,13 +34,13 @@ type scaleShape struct {
 }
 
 var scaleShapes = []scaleShape{
-	{name: "1 key, 5 clients taking turns", synth: models.Synthetic{Seed: 21, Keys: 1, Clients: 5, Fenced: true},
+	{name: "1 key, 5 clients taking turns", synth: simulate.Synthetic{Seed: 21, Keys: 1, Clients: 5, Fenced: true},
 		goal: map[int]time.Duration{1_000_000: 20 * time.Second, 10_000_000: 3 * time.Minute}, memGoal: map[int]int64{1_000_000: 1 << 30, 10_000_000: 2 << 30}},
-	{name: "1 key, 20 clients, 2% info", synth: models.Synthetic{Seed: 22, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true},
+	{name: "1 key, 20 clients, 2% info", synth: simulate.Synthetic{Seed: 22, Keys: 1, Clients: 20, InfoRate: 0.02, PauseRate: 0.01, Fenced: true},
 		goal: map[int]time.Duration{1_000_000: 20 * time.Second, 10_000_000: 3 * time.Minute}, memGoal: map[int]int64{1_000_000: 1 << 30, 10_000_000: 2 << 30}},
-	{name: "10 keys, 10 clients", synth: models.Synthetic{Seed: 23, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01, Fenced: true},
+	{name: "10 keys, 10 clients", synth: simulate.Synthetic{Seed: 23, Keys: 10, Clients: 10, InfoRate: 0.002, PauseRate: 0.01, Fenced: true},
 		goal: map[int]time.Duration{10_000_000: time.Minute}, memGoal: map[int]int64{10_000_000: 2 << 30}},
-	{name: "1 key, 20 clients, 2% info, no tokens", synth: models.Synthetic{Seed: 24, Keys: 1, Clients: 20, InfoRate: 0.02, Fenced: true, NoTokens: true},
+	{name: "1 key, 20 clients, 2% info, no tokens", synth: simulate.Synthetic{Seed: 24, Keys: 1, Clients: 20, InfoRate: 0.02, Fenced: true, NoTokens: true},
 		note: "no tokens: unknown writes stay open to the end (no quiescent cut after the first); the cost is the open writes looked up by the value they replace"},
 }
 
@@ -53,7 +54,7 @@ const oldPathCap = 3 << 30
 // 0.04 bytes × ops² (measured: 147k ops on one key, 0.8 GB), keys in
 // parallel up to the cores; plus about 1.5 KB per op for the history
 // held whole.
-func oldPathNeeds(s models.Synthetic, ops int) int64 {
+func oldPathNeeds(s simulate.Synthetic, ops int) int64 {
 	perKey := float64(ops) / float64(s.Keys)
 	parallel := float64(min(s.Keys, runtime.GOMAXPROCS(0)))
 	return int64(0.04*perKey*perKey*parallel + 1500*float64(ops))
@@ -109,7 +110,7 @@ func count(n int) string {
 }
 
 // writeHistory writes the simulation's history without holding it.
-func writeHistory(path string, s models.Synthetic) (int64, error) {
+func writeHistory(path string, s simulate.Synthetic) (int64, error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return 0, err

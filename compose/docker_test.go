@@ -1,7 +1,8 @@
 package compose
 
-// Integration tests against the real Docker engine. They skip when no daemon
-// answers, except under CI=true, where that is a failure. The first run
+// Integration tests against the real Docker engine. Whether they run is
+// internal/dockertest's rule (skipped under -short, and when no daemon
+// answers except under CI=true, where that is a failure). The first run
 // builds the node image (debootstrap, apt, etcd 3.6): give it
 // `-timeout 30m`.
 
@@ -25,21 +26,13 @@ import (
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
+
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
 func dockerClient(t *testing.T) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	cli, err := Connect(ctx)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and Docker is unavailable: %v", err)
-		}
-		t.Skipf("Docker is unavailable: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
+	return dockertest.Engine(t, Connect)
 }
 
 // logWriter sends complete lines to t.Log, so that `go test -v` shows a

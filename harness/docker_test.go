@@ -3,60 +3,24 @@ package harness
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/models"
 )
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// dockerOrSkip builds the static check binary the containers run and
-// makes sure the engine answers. Under CI=true a missing engine fails the
-// test instead of skipping it.
+// dockerOrSkip makes sure the engine answers and returns the static check
+// binary the containers run, by internal/dockertest's rule: skipped under
+// -short, and without an engine, except under CI=true, where that fails.
 func dockerOrSkip(t *testing.T) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("Docker tests are not short")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cli, err := compose.Connect(ctx)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("Docker is required under CI=true: %v", err)
-		}
-		t.Skipf("no Docker: %v", err)
-	}
-	cli.Close()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "fencecheck-bin")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "check")
-		cmd := exec.Command("go", "build", "-o", binPath, "../cmd/check")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = err
-			t.Logf("%s", out)
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("building the check binary: %v", binErr)
-	}
-	return binPath
+	dockertest.Engine(t, compose.Connect)
+	return dockertest.CheckBinary(t)
 }
 
 func dockerConfig(t *testing.T, backend, fencing string, nemesis ...string) Config {

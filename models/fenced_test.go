@@ -9,6 +9,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/simulate"
 )
 
 // builder writes hand-made histories: each call is one event at the next
@@ -318,7 +319,7 @@ func TestBoundingUnknownOpsKeepsTheVerdict(t *testing.T) {
 	}
 	kinds := map[Verdict]int{}
 	for seed := uint64(1); seed <= uint64(n); seed++ {
-		ops := Synthetic{Seed: seed, Ops: 120, Keys: 1, Clients: 6, InfoRate: 0.08, PauseRate: 0.05, Fenced: seed%2 == 0}.Generate()
+		ops := simulate.Synthetic{Seed: seed, Ops: 120, Keys: 1, Clients: 6, InfoRate: 0.08, PauseRate: 0.05, Fenced: seed%2 == 0}.Generate()
 		// Some histories get one read's value changed, to make more of
 		// them invalid in ways that involve the unknown ops.
 		if seed%3 == 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/fencecheck/fencecheck/internal/simulate"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -22,7 +23,7 @@ import (
 // or granted again, a fenced refusal turned into an acceptance.
 func randomEvents(seed uint64) []history.Event {
 	rng := rand.New(rand.NewPCG(seed, 99))
-	s := Synthetic{Seed: seed, Ops: 40 + rng.IntN(160), Keys: 1 + rng.IntN(3), Clients: 2 + rng.IntN(7),
+	s := simulate.Synthetic{Seed: seed, Ops: 40 + rng.IntN(160), Keys: 1 + rng.IntN(3), Clients: 2 + rng.IntN(7),
 		InfoRate: []float64{0, 0.02, 0.1, 0.25}[rng.IntN(4)], PauseRate: []float64{0, 0.05, 0.2}[rng.IntN(3)],
 		Fenced: rng.IntN(2) == 0, NoTokens: rng.IntN(6) == 0}
 	if s.NoTokens {
@@ -126,7 +127,7 @@ func TestStreamingGrantsAgreeWithCheckGrants(t *testing.T) {
 // and an invalid one keeps porcupine's visualization of the window that
 // holds the violation, not of the whole key.
 func TestStreamingKeepsTheFailingWindowOnly(t *testing.T) {
-	ops := Synthetic{Seed: 3, Ops: 30000, Keys: 1, Clients: 5, PauseRate: 0.01}.Generate()
+	ops := simulate.Synthetic{Seed: 3, Ops: 30000, Keys: 1, Clients: 5, PauseRate: 0.01}.Generate()
 	r := Check(context.Background(), ops, Options{VisualizeMaxOps: 200})
 	if r.Verdict != Invalid {
 		t.Fatalf("verdict %s, want invalid", r.Verdict)
@@ -149,7 +150,7 @@ func TestStreamingKeepsTheFailingWindowOnly(t *testing.T) {
 
 // eventSource writes a synthetic history of n ops as JSON Lines into a
 // pipe, without holding it.
-func eventSource(s Synthetic) io.ReadCloser {
+func eventSource(s simulate.Synthetic) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		err := s.Events(func(e history.Event) error {
@@ -166,7 +167,7 @@ func eventSource(s Synthetic) io.ReadCloser {
 }
 
 func TestCheckTimeoutSaysSoAndHowToRaiseIt(t *testing.T) {
-	src := eventSource(Synthetic{Seed: 1, Ops: 5_000_000, Keys: 1, Clients: 5, Fenced: true})
+	src := eventSource(simulate.Synthetic{Seed: 1, Ops: 5_000_000, Keys: 1, Clients: 5, Fenced: true})
 	defer src.Close()
 	start := time.Now()
 	r, _, err := CheckReader(context.Background(), src, Options{Timeout: 300 * time.Millisecond})
@@ -182,7 +183,7 @@ func TestCheckTimeoutSaysSoAndHowToRaiseIt(t *testing.T) {
 }
 
 func TestCheckMemoryBoundEndsTheCheckUnknown(t *testing.T) {
-	ops := Synthetic{Seed: 1, Ops: 2000, Keys: 1, Clients: 5, Fenced: true}.Generate()
+	ops := simulate.Synthetic{Seed: 1, Ops: 2000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	runtime.GC()
 	limit := HeapBytes() / 2 // already past it
 	for _, check := range []func(context.Context, []history.Op, Options) Result{Check, CheckWhole} {
@@ -202,7 +203,7 @@ func TestCheckMemoryBoundEndsTheCheckUnknown(t *testing.T) {
 // above what the process holds is reached during the search, and the
 // search stops there instead of taking the machine.
 func TestCheckMemoryBoundStopsTheWholeSearch(t *testing.T) {
-	ops := Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
+	ops := simulate.Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	runtime.GC()
 	limit := HeapBytes() + 64<<20
 	r := CheckWhole(context.Background(), ops, Options{MemoryLimit: limit, VisualizeMaxOps: 1})
@@ -219,7 +220,7 @@ func TestCheckMemoryBoundStopsTheWholeSearch(t *testing.T) {
 // running: porcupine's search included.
 func TestCancelledCheckEndsPromptlyAndLeavesNothingRunning(t *testing.T) {
 	before := runtime.NumGoroutine()
-	src := eventSource(Synthetic{Seed: 2, Ops: 5_000_000, Keys: 1, Clients: 20, InfoRate: 0.02, Fenced: true})
+	src := eventSource(simulate.Synthetic{Seed: 2, Ops: 5_000_000, Keys: 1, Clients: 20, InfoRate: 0.02, Fenced: true})
 	defer src.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancelledAt := make(chan time.Time, 1)
@@ -238,7 +239,7 @@ func TestCancelledCheckEndsPromptlyAndLeavesNothingRunning(t *testing.T) {
 
 	// The whole-key search, cancelled in the middle, returns only when
 	// porcupine has stopped.
-	ops := Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
+	ops := simulate.Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(30*time.Millisecond, cancel)
 	start := time.Now()
@@ -282,7 +283,7 @@ func TestParseAndFormatBytes(t *testing.T) {
 func TestViolationIsHeardAsItHappens(t *testing.T) {
 	var first *KeyResult
 	var events int64
-	s := Synthetic{Seed: 3, Ops: 30000, Keys: 1, Clients: 5, PauseRate: 0.01}
+	s := simulate.Synthetic{Seed: 3, Ops: 30000, Keys: 1, Clients: 5, PauseRate: 0.01}
 	st := NewStream(context.Background(), Options{OnViolation: func(k KeyResult) {
 		if first == nil {
 			first = &k

@@ -1,9 +1,10 @@
 package nemesis_test
 
 // Integration tests against the real Docker engine: every fault is proved
-// from inside the containers. They skip when no daemon answers, except under
-// CI=true, where that is a failure. The node image must be built (`check
-// image build`); TestMain builds the static check binary and the delayer.
+// from inside the containers. Whether they run is internal/dockertest's
+// rule (skipped under -short, and when no daemon answers except under
+// CI=true). The node image must be built (`check image build`); the static
+// check binary and the delayer are built on first use.
 
 import (
 	"bytes"
@@ -14,8 +15,6 @@ import (
 	"io"
 	mrand "math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,7 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/docker/docker/client"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -32,71 +30,25 @@ import (
 	"github.com/fencecheck/fencecheck/backends/memory"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 const delaydPath = "/usr/local/bin/delayd"
 
-var bins struct {
-	check, delayd string
-	err           error
-}
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fencecheck-nemesis-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	// Build only when a daemon answers: without one the Docker tests skip.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	if cli, err := compose.Connect(ctx); err == nil {
-		cli.Close()
-		bins.check = filepath.Join(dir, "check")
-		bins.delayd = filepath.Join(dir, "delayd")
-		bins.err = build(bins.check, "github.com/fencecheck/fencecheck/cmd/check")
-		if bins.err == nil {
-			bins.err = build(bins.delayd, "github.com/fencecheck/fencecheck/nemesis/delayd")
-		}
-	}
-	cancel()
 	code := m.Run()
-	os.RemoveAll(dir)
+	dockertest.RemoveBinaries()
 	os.Exit(code)
-}
-
-func build(out, pkg string) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return nil
-}
-
-func dockerClient(t *testing.T) *client.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	cli, err := compose.Connect(ctx)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and Docker is unavailable: %v", err)
-		}
-		t.Skipf("Docker is unavailable: %v", err)
-	}
-	t.Cleanup(func() { cli.Close() })
-	return cli
 }
 
 // up brings a cluster up with the check binary and the delayer in every
 // node, and takes it down when the test ends.
 func up(t *testing.T, servers int, storage bool, clients int) *compose.Cluster {
 	t.Helper()
-	cli := dockerClient(t)
-	if bins.err != nil {
-		t.Fatal(bins.err)
-	}
+	cli := dockertest.Engine(t, compose.Connect)
+	check := dockertest.CheckBinary(t)
+	delaydBin := dockertest.Binary(t, "github.com/fencecheck/fencecheck/nemesis/delayd")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	image, err := compose.EnsureImage(ctx, cli, io.Discard)
@@ -107,7 +59,7 @@ func up(t *testing.T, servers int, storage bool, clients int) *compose.Cluster {
 	rand.Read(b[:])
 	start := time.Now()
 	c, err := compose.Up(ctx, cli, compose.Spec{TestID: "nm-" + hex.EncodeToString(b[:]), Image: image,
-		Servers: servers, Storage: storage, Clients: clients, Binary: bins.check})
+		Servers: servers, Storage: storage, Clients: clients, Binary: check})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +70,7 @@ func up(t *testing.T, servers int, storage bool, clients int) *compose.Cluster {
 			t.Errorf("down: %v", err)
 		}
 	})
-	delayd, err := os.ReadFile(bins.delayd)
+	delayd, err := os.ReadFile(delaydBin)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,6 +38,19 @@ type held struct {
 	token   uint64
 }
 
+func (h *held) Token() uint64 { return h.token }
+
+// Lost: the session's lease has ended (expired or revoked) as far as the
+// client knows.
+func (h *held) Lost() bool {
+	select {
+	case <-h.session.Done():
+		return true
+	default:
+		return false
+	}
+}
+
 // owner is the guard of a transaction that must run only while this lock
 // is held: its key still has the create revision it got.
 func (h *held) owner() clientv3.Cmp {
@@ -53,11 +66,11 @@ func (h *held) owner() clientv3.Cmp {
 // session is known lost; with storage etcd every read and write is a
 // transaction guarded by the lock's ownership.
 type Client struct {
-	cli     *clientv3.Client
-	rpc     bool // the Lock RPC recipe
-	ttl     int
-	storage fenced.Storage // nil: the resource lives in etcd
-	held    map[string]*held
+	cli          *clientv3.Client
+	rpc          bool // the Lock RPC recipe
+	ttl          int
+	fenced.Guard // to the storage node, or to the resource in etcd
+	leases       backends.Leases[*held]
 }
 
 // NewClient connects to every endpoint with the mutex recipe. storage nil
@@ -82,7 +95,12 @@ func NewRecipeClient(endpoints []string, recipe string, ttl time.Duration, stora
 		return nil, err
 	}
 	secs, _ := TTLSeconds(ttl)
-	return &Client{cli: cli, rpc: recipe == "lock-rpc", ttl: secs, storage: storage, held: map[string]*held{}}, nil
+	c := &Client{cli: cli, rpc: recipe == "lock-rpc", ttl: secs}
+	if storage == nil {
+		storage = inEtcd{c}
+	}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	return c, nil
 }
 
 // outcome classifies an etcd error: an answer from the server that says
@@ -113,8 +131,8 @@ func outcome(err error) error {
 }
 
 func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
-	if h := c.held[key]; h != nil {
-		return 0, backends.Definitef("already holding %s", key)
+	if err := c.leases.Free(key); err != nil {
+		return 0, err
 	}
 	// Grant the lease under the op's deadline; the session then keeps it
 	// alive on a context of its own, for as long as the lock is held.
@@ -160,38 +178,36 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		return 0, fmt.Errorf("reading the lock key's revision: %w", err)
 	}
 	h := &held{session: s, mutex: m, key: lockKey, token: uint64(resp.Kvs[0].CreateRevision)}
-	c.held[key] = h
+	c.leases.Put(key, h)
 	return h.token, nil
-}
-
-// current is the lock on key with token, if the client still believes it
-// holds it.
-func (c *Client) current(key string, token uint64) (*held, error) {
-	h := c.held[key]
-	if h == nil || h.token != token {
-		return nil, backends.ErrLeaseLost
-	}
-	select {
-	case <-h.session.Done():
-		return nil, backends.ErrLeaseLost
-	default:
-	}
-	return h, nil
 }
 
 // errGuard is a transaction whose lock guard failed: the lock is no longer
 // ours, and etcd did not apply the op.
 var errGuard = backends.Definitef("guard-failed")
 
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	h, err := c.current(key, token)
+// inEtcd is the resource kept in etcd itself (--storage etcd): every read
+// and write is a transaction guarded by the lock's ownership. The client's
+// guard has checked the lease before an op gets here.
+type inEtcd struct{ c *Client }
+
+// owner is the guard of key's transactions: the lock held with token. It
+// does not check the lease again: after the guard's check (and the
+// failpoint) the transaction goes out, and etcd judges it.
+func (s inEtcd) owner(key string, token uint64) (clientv3.Cmp, error) {
+	h, ok := s.c.leases.Get(key)
+	if !ok || h.token != token {
+		return clientv3.Cmp{}, backends.ErrLeaseLost
+	}
+	return h.owner(), nil
+}
+
+func (s inEtcd) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	owner, err := s.owner(key, token)
 	if err != nil {
 		return 0, err
 	}
-	if c.storage != nil {
-		return c.storage.Read(ctx, key, token)
-	}
-	resp, err := c.cli.Txn(ctx).If(h.owner()).Then(clientv3.OpGet(DataPrefix + key)).Commit()
+	resp, err := s.c.cli.Txn(ctx).If(owner).Then(clientv3.OpGet(DataPrefix + key)).Commit()
 	if err != nil {
 		return 0, outcome(err)
 	}
@@ -209,16 +225,12 @@ func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, err
 	return v, nil
 }
 
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	h, err := c.current(key, token)
+func (s inEtcd) Write(ctx context.Context, key string, token uint64, value int64) error {
+	owner, err := s.owner(key, token)
 	if err != nil {
 		return err
 	}
-	backends.Failpoint(ctx, backends.FailpointWriteChecked)
-	if c.storage != nil {
-		return c.storage.Write(ctx, key, token, value)
-	}
-	resp, err := c.cli.Txn(ctx).If(h.owner()).Then(clientv3.OpPut(DataPrefix+key, fmt.Sprint(value))).Commit()
+	resp, err := s.c.cli.Txn(ctx).If(owner).Then(clientv3.OpPut(DataPrefix+key, fmt.Sprint(value))).Commit()
 	if err != nil {
 		return outcome(err)
 	}
@@ -231,12 +243,10 @@ func (c *Client) Write(ctx context.Context, key string, token uint64, _, value i
 // Release unlocks (the mutex deletes its key; lock-rpc asks the server's
 // Unlock RPC to), then closes the session (revoking its lease).
 func (c *Client) Release(ctx context.Context, key string) error {
-	h := c.held[key]
-	if h == nil {
-		return backends.Definitef("release of %s without holding it", key)
+	h, err := c.leases.Take(key)
+	if err != nil {
+		return err
 	}
-	delete(c.held, key)
-	var err error
 	if c.rpc {
 		err = unlockRPC(ctx, c.cli, h.key)
 	} else {
@@ -247,9 +257,8 @@ func (c *Client) Release(ctx context.Context, key string) error {
 }
 
 func (c *Client) Close() error {
-	for k, h := range c.held {
+	for _, h := range c.leases.TakeAll() {
 		h.session.Orphan()
-		delete(c.held, k)
 	}
 	return c.cli.Close()
 }

@@ -3,7 +3,8 @@
 // refuses anything lower, so a holder whose lease ran out while it was
 // paused cannot write over its successor. It lives under backends
 // because every lock service's test writes to it; it is not a lock service
-// and never hands out tokens.
+// and never hands out tokens. Guard is the one way a lock client reaches
+// it: the lease check and the write-checked failpoint live there.
 package fenced
 
 import (

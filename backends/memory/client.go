@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
@@ -15,21 +14,6 @@ type Locks interface {
 	Acquire(ctx context.Context, key string) (uint64, error)
 	Renew(ctx context.Context, key string, token uint64) error
 	Release(ctx context.Context, key string, token uint64) error
-}
-
-// lease is one held lock and its keepalive.
-type lease struct {
-	token uint64
-	mu    sync.Mutex
-	lost  bool
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func (l *lease) isLost() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lost
 }
 
 // NetworkDelay is the one-way delay of every in-process call between a
@@ -47,14 +31,12 @@ const NetworkDelay = 500 * time.Microsecond
 // tests show it is not enough, because a pause can fall between the check
 // and the write.
 type Client struct {
-	locks   Locks
-	storage fenced.Storage
-	ttl     time.Duration
-	gate    *Gate
-	delay   time.Duration
-
-	mu   sync.Mutex
-	held map[string]*lease
+	locks        Locks
+	fenced.Guard // Read and Write, through the lease check
+	ttl          time.Duration
+	gate         *Gate
+	delay        time.Duration
+	leases       backends.Leases[*backends.Grant]
 }
 
 // NewClient makes a client of locks and storage whose whole activity stops
@@ -63,7 +45,14 @@ func NewClient(locks Locks, storage fenced.Storage, ttl time.Duration, gate *Gat
 	if gate == nil {
 		gate = &Gate{}
 	}
-	return &Client{locks: locks, storage: storage, ttl: ttl, gate: gate, held: map[string]*lease{}}
+	c := &Client{locks: locks, ttl: ttl, gate: gate}
+	// Every op on the storage waits out a freeze, passes the lease check
+	// and then crosses the network.
+	c.Guard = fenced.Guard{Storage: delayed{c, storage}, Check: func(key string, token uint64) error {
+		c.gate.Wait()
+		return c.leases.Check(key, token)
+	}}
+	return c
 }
 
 // WithNetworkDelay makes every call to the service and the storage take d
@@ -100,84 +89,49 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	l := &lease{token: token, stop: make(chan struct{}), done: make(chan struct{})}
-	c.mu.Lock()
-	c.held[key] = l
-	c.mu.Unlock()
-	go c.keepalive(key, l)
+	g := backends.NewGrant(token)
+	c.leases.Put(key, g)
+	g.KeepAlive(c.ttl/3, func(context.Context) (lost bool) {
+		c.send()
+		ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
+		err := c.locks.Renew(ctx, key, token)
+		cancel()
+		c.receive()
+		return err == ErrNotHolder
+	})
 	return token, nil
 }
 
-func (c *Client) keepalive(key string, l *lease) {
-	defer close(l.done)
-	t := time.NewTicker(c.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-		}
-		c.send()
-		ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
-		err := c.locks.Renew(ctx, key, l.token)
-		cancel()
-		c.receive()
-		if err == ErrNotHolder {
-			l.mu.Lock()
-			l.lost = true
-			l.mu.Unlock()
-			return
-		}
-	}
+// delayed is the storage across the client's network: each op leaves
+// through send and comes back through receive.
+type delayed struct {
+	c       *Client
+	storage fenced.Storage
 }
 
-func (c *Client) current(key string, token uint64) error {
-	c.mu.Lock()
-	l := c.held[key]
-	c.mu.Unlock()
-	if l == nil || l.token != token || l.isLost() {
-		return backends.ErrLeaseLost
-	}
-	return nil
-}
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	c.gate.Wait()
-	if err := c.current(key, token); err != nil {
-		return 0, err
-	}
-	c.send()
-	v, err := c.storage.Read(ctx, key, token)
-	c.receive()
+func (d delayed) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	d.c.send()
+	v, err := d.storage.Read(ctx, key, token)
+	d.c.receive()
 	return v, err
 }
 
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	c.gate.Wait()
-	if err := c.current(key, token); err != nil {
-		return err
-	}
-	backends.Failpoint(ctx, backends.FailpointWriteChecked)
-	c.send()
-	err := c.storage.Write(ctx, key, token, value)
-	c.receive()
+func (d delayed) Write(ctx context.Context, key string, token uint64, value int64) error {
+	d.c.send()
+	err := d.storage.Write(ctx, key, token, value)
+	d.c.receive()
 	return err
 }
 
 func (c *Client) Release(ctx context.Context, key string) error {
 	c.gate.Wait()
-	c.mu.Lock()
-	l := c.held[key]
-	delete(c.held, key)
-	c.mu.Unlock()
-	if l == nil {
-		return backends.Definitef("release of %s without holding it", key)
+	g, err := c.leases.Take(key)
+	if err != nil {
+		return err
 	}
-	close(l.stop)
-	<-l.done
+	g.Stop()
 	c.send()
-	err := c.locks.Release(ctx, key, l.token)
+	err = c.locks.Release(ctx, key, g.Token())
 	c.receive()
 	if err == ErrNotHolder {
 		return backends.Definite(err)
@@ -187,11 +141,8 @@ func (c *Client) Release(ctx context.Context, key string) error {
 
 // Close stops every keepalive; leases left behind expire on their own.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, l := range c.held {
-		close(l.stop)
-		delete(c.held, k)
+	for _, g := range c.leases.TakeAll() {
+		g.Abandon()
 	}
 	return nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,13 +30,10 @@ const lockNotAvailable = "55P03"
 // session is one held advisory lock: the connection whose session holds
 // it, its token and its keepalive.
 type session struct {
-	token uint64
-	// conn is used by the keepalive until done closes, then by the
-	// release: never by two goroutines at once.
+	*backends.Grant
+	// conn is used by the keepalive until the grant is stopped, then by
+	// the release: never by two goroutines at once.
 	conn *pgx.Conn
-	lost atomic.Bool
-	stop chan struct{}
-	done chan struct{}
 }
 
 // AdvisoryClient is the advisory-lock recipe: each acquire opens a
@@ -50,14 +45,12 @@ type session struct {
 // the lock lost as soon as a ping fails. With tokens, each grant takes
 // the next value of a sequence; without, every token is 0.
 type AdvisoryClient struct {
-	url, secret string
-	ttl         time.Duration
-	tokens      bool
-	storage     fenced.Storage
-	holder      string
-
-	mu   sync.Mutex
-	held map[string]*session
+	url, secret  string
+	ttl          time.Duration
+	tokens       bool
+	fenced.Guard // Read and Write, through the lease check
+	holder       string
+	leases       backends.Leases[*session]
 }
 
 // NewAdvisoryClient makes a client of the lock server at url; it connects
@@ -66,8 +59,9 @@ func NewAdvisoryClient(url, secret string, ttl time.Duration, tokens bool, stora
 	if _, err := connConfig(url, secret, "check"); err != nil {
 		return nil, err
 	}
-	return &AdvisoryClient{url: url, secret: secret, ttl: ttl, tokens: tokens, storage: storage,
-		holder: newHolder(), held: map[string]*session{}}, nil
+	c := &AdvisoryClient{url: url, secret: secret, ttl: ttl, tokens: tokens, holder: newHolder()}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	return c, nil
 }
 
 // lockTimeout is how long the server may wait for the lock: until a
@@ -84,11 +78,8 @@ func lockTimeout(ctx context.Context) (time.Duration, bool) {
 }
 
 func (c *AdvisoryClient) Acquire(ctx context.Context, key string) (uint64, error) {
-	c.mu.Lock()
-	busy := c.held[key] != nil
-	c.mu.Unlock()
-	if busy {
-		return 0, backends.Definitef("already holding %s", key)
+	if err := c.leases.Free(key); err != nil {
+		return 0, err
 	}
 	conn, timeout, err := c.connect(ctx)
 	if err != nil {
@@ -108,22 +99,19 @@ func (c *AdvisoryClient) Acquire(ctx context.Context, key string) (uint64, error
 		}
 		return 0, outcome(err)
 	}
-	s := &session{conn: conn, stop: make(chan struct{}), done: make(chan struct{})}
+	var token int64
 	if c.tokens {
-		var token int64
 		if err := conn.QueryRow(ctx, advisoryTokenSQL).Scan(&token); err != nil {
 			// Closing the session frees the lock; whether the sequence
 			// moved does not matter, no one holds its value.
 			go closeConn(conn)
 			return 0, outcome(err)
 		}
-		s.token = uint64(token)
 	}
-	c.mu.Lock()
-	c.held[key] = s
-	c.mu.Unlock()
-	go c.keepalive(s)
-	return s.token, nil
+	s := &session{Grant: backends.NewGrant(uint64(token)), conn: conn}
+	c.leases.Put(key, s)
+	s.KeepAlive(c.ttl/3, func(context.Context) bool { return c.ping(s) })
+	return s.Token(), nil
 }
 
 // connect opens the session for one acquire, its lock_timeout set to end
@@ -161,60 +149,25 @@ func closeConn(conn *pgx.Conn) {
 	conn.Close(ctx)
 }
 
-// keepalive pings the session every TTL/3 until the lock is released. A
-// ping that fails means the session is gone or going (pgx closes a
-// connection whose statement timed out), and the lock with it.
-func (c *AdvisoryClient) keepalive(s *session) {
-	defer close(s.done)
-	t := time.NewTicker(c.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.ttl/3)
-		_, err := s.conn.Exec(ctx, advisoryPingSQL)
-		cancel()
-		if err != nil {
-			s.lost.Store(true)
-			return
-		}
-	}
-}
-
-func (c *AdvisoryClient) current(key string, token uint64) error {
-	c.mu.Lock()
-	s := c.held[key]
-	c.mu.Unlock()
-	if s == nil || s.token != token || s.lost.Load() {
-		return backends.ErrLeaseLost
-	}
-	return nil
-}
-
-func (c *AdvisoryClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return fenced.CheckedRead(ctx, c.storage, func() error { return c.current(key, token) }, key, token)
-}
-
-func (c *AdvisoryClient) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return fenced.CheckedWrite(ctx, c.storage, func() error { return c.current(key, token) }, key, token, value)
+// ping is the keepalive's check of the session, every TTL/3. A ping that
+// fails means the session is gone or going (pgx closes a connection whose
+// statement timed out), and the lock with it.
+func (c *AdvisoryClient) ping(s *session) (lost bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.ttl/3)
+	defer cancel()
+	_, err := s.conn.Exec(ctx, advisoryPingSQL)
+	return err != nil
 }
 
 // Release unlocks on the session and then ends it.
 func (c *AdvisoryClient) Release(ctx context.Context, key string) error {
-	c.mu.Lock()
-	s := c.held[key]
-	delete(c.held, key)
-	c.mu.Unlock()
-	if s == nil {
-		return backends.Definitef("release of %s without holding it", key)
+	s, err := c.leases.Take(key)
+	if err != nil {
+		return err
 	}
-	close(s.stop)
-	<-s.done
+	s.Stop()
 	defer func() { go closeConn(s.conn) }()
-	if s.lost.Load() {
+	if s.Lost() {
 		// The session is gone: the server freed the lock with it.
 		return errNotHolder
 	}
@@ -231,15 +184,10 @@ func (c *AdvisoryClient) Release(ctx context.Context, key string) error {
 // Close ends every session this client holds, which frees their locks
 // once the server hears of it.
 func (c *AdvisoryClient) Close() error {
-	c.mu.Lock()
-	held := c.held
-	c.held = map[string]*session{}
-	c.mu.Unlock()
-	for _, s := range held {
-		close(s.stop)
-		<-s.done
+	for _, s := range c.leases.TakeAll() {
+		s.Stop()
 		closeConn(s.conn)
 	}
-	closeStorage(c.storage)
+	closeStorage(c.Guard.Storage)
 	return nil
 }

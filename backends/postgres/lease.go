@@ -52,21 +52,6 @@ CREATE SEQUENCE IF NOT EXISTS fencecheck_tokens;
 // grant's (it expired, or was taken since).
 var errNotHolder = backends.Definitef("not-holder")
 
-// grant is one lease this client holds, and its keepalive.
-type grant struct {
-	token uint64
-	mu    sync.Mutex
-	lost  bool
-	stop  chan struct{}
-	done  chan struct{}
-}
-
-func (g *grant) isLost() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.lost
-}
-
 // LeaseClient is the lease recipe: a row per key in fencecheck_leases
 // that a client takes when it is free or expired by the server's clock,
 // bumping its token; a keepalive renews it every TTL/3; release frees it.
@@ -74,13 +59,13 @@ func (g *grant) isLost() bool {
 // keepalive has learnt that the lease is gone — and only then: it does not
 // guess from its own clock, which is what the fencing tests are about.
 type LeaseClient struct {
-	pool    *pgxpool.Pool
-	storage fenced.Storage
-	ttl     time.Duration
-	holder  string
+	pool         *pgxpool.Pool
+	fenced.Guard // Read and Write, through the lease check
+	ttl          time.Duration
+	holder       string
+	leases       backends.Leases[*backends.Grant]
 
 	mu   sync.Mutex
-	held map[string]*grant
 	made map[string]bool // keys whose row this client has seen to
 }
 
@@ -92,15 +77,14 @@ func NewLeaseClient(url, secret string, ttl time.Duration, storage fenced.Storag
 	if err != nil {
 		return nil, err
 	}
-	return &LeaseClient{pool: pool, storage: storage, ttl: ttl, holder: holder, held: map[string]*grant{}, made: map[string]bool{}}, nil
+	c := &LeaseClient{pool: pool, ttl: ttl, holder: holder, made: map[string]bool{}}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	return c, nil
 }
 
 func (c *LeaseClient) Acquire(ctx context.Context, key string) (uint64, error) {
-	c.mu.Lock()
-	busy := c.held[key] != nil
-	c.mu.Unlock()
-	if busy {
-		return 0, backends.Definitef("already holding %s", key)
+	if err := c.leases.Free(key); err != nil {
+		return 0, err
 	}
 	// Try until granted or the op's deadline is near. A lease held by
 	// someone else, and a try that certainly did nothing (the server is
@@ -115,12 +99,10 @@ func (c *LeaseClient) Acquire(ctx context.Context, key string) (uint64, error) {
 		token, err := c.try(ctx, key)
 		switch {
 		case err == nil:
-			g := &grant{token: token, stop: make(chan struct{}), done: make(chan struct{})}
-			c.mu.Lock()
-			c.held[key] = g
-			c.mu.Unlock()
-			go c.keepalive(key, g)
-			return g.token, nil
+			g := backends.NewGrant(token)
+			c.leases.Put(key, g)
+			g.KeepAlive(c.ttl/3, func(context.Context) bool { return c.renew(key, token) })
+			return token, nil
 		case noRows(err):
 			last = nil // held by someone else
 		case !definite(err):
@@ -158,69 +140,32 @@ func (c *LeaseClient) try(ctx context.Context, key string) (uint64, error) {
 	return uint64(token), err
 }
 
-// keepalive renews the lease every TTL/3 until it is released or a
-// renewal finds it no longer this grant's. A renewal that errs (a timeout,
-// a lost connection) proves nothing: the next one tries again.
-func (c *LeaseClient) keepalive(key string, g *grant) {
-	defer close(g.done)
-	t := time.NewTicker(c.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-g.stop:
-			return
-		case <-t.C:
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
-		var renewed bool
-		err := onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
-			tag, err := conn.Exec(ctx, leaseRenewSQL, key, c.holder, int64(g.token), c.ttl.Seconds())
-			renewed = tag.RowsAffected() == 1
-			return err
-		})
-		cancel()
-		if err == nil && !renewed {
-			g.mu.Lock()
-			g.lost = true
-			g.mu.Unlock()
-			return
-		}
-	}
-}
-
-func (c *LeaseClient) current(key string, token uint64) error {
-	c.mu.Lock()
-	g := c.held[key]
-	c.mu.Unlock()
-	if g == nil || g.token != token || g.isLost() {
-		return backends.ErrLeaseLost
-	}
-	return nil
-}
-
-func (c *LeaseClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return fenced.CheckedRead(ctx, c.storage, func() error { return c.current(key, token) }, key, token)
-}
-
-func (c *LeaseClient) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return fenced.CheckedWrite(ctx, c.storage, func() error { return c.current(key, token) }, key, token, value)
+// renew extends the lease once, and says whether it is lost: the renewal
+// found it no longer this grant's. A renewal that errs (a timeout, a lost
+// connection) proves nothing: the next one tries again.
+func (c *LeaseClient) renew(key string, token uint64) (lost bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.ttl)
+	defer cancel()
+	var renewed bool
+	err := onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
+		tag, err := conn.Exec(ctx, leaseRenewSQL, key, c.holder, int64(token), c.ttl.Seconds())
+		renewed = tag.RowsAffected() == 1
+		return err
+	})
+	return err == nil && !renewed
 }
 
 // Release stops the keepalive and frees the row. A row that is no longer
 // this grant's (expired, taken) is a definite failure: nothing changed.
 func (c *LeaseClient) Release(ctx context.Context, key string) error {
-	c.mu.Lock()
-	g := c.held[key]
-	delete(c.held, key)
-	c.mu.Unlock()
-	if g == nil {
-		return backends.Definitef("release of %s without holding it", key)
+	g, err := c.leases.Take(key)
+	if err != nil {
+		return err
 	}
-	close(g.stop)
-	<-g.done
+	g.Stop()
 	var released bool
-	err := onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
-		tag, err := conn.Exec(ctx, leaseReleaseSQL, key, c.holder, int64(g.token))
+	err = onPool(ctx, c.pool, func(conn *pgxpool.Conn) error {
+		tag, err := conn.Exec(ctx, leaseReleaseSQL, key, c.holder, int64(g.Token()))
 		released = tag.RowsAffected() == 1
 		return err
 	})
@@ -236,13 +181,10 @@ func (c *LeaseClient) Release(ctx context.Context, key string) error {
 // Close stops every keepalive and closes the connections; leases left
 // behind expire on their own.
 func (c *LeaseClient) Close() error {
-	c.mu.Lock()
-	for k, g := range c.held {
-		close(g.stop)
-		delete(c.held, k)
+	for _, g := range c.leases.TakeAll() {
+		g.Abandon()
 	}
-	c.mu.Unlock()
 	c.pool.Close()
-	closeStorage(c.storage)
+	closeStorage(c.Guard.Storage)
 	return nil
 }

@@ -8,7 +8,6 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -25,24 +24,15 @@ const (
 	maxBackoff = 50 * time.Millisecond
 )
 
-// lease is one held lock and its keepalive.
+// lease is one held lock: its grant and what the recipe needs to renew
+// and release it.
 type lease struct {
+	*backends.Grant
 	value string
-	token uint64
 	maybe []bool // the masters that may hold value
-
-	mu         sync.Mutex
-	lost       bool
+	// validUntil is the end of the lease's validity after the last
+	// renewal; only the keepalive touches it.
 	validUntil time.Time
-
-	cancel context.CancelFunc // stops the keepalive
-	done   chan struct{}
-}
-
-func (l *lease) isLost() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.lost
 }
 
 // Client is a Redis lock recipe and the fenced storage it guards. Once
@@ -53,13 +43,11 @@ func (l *lease) isLost() bool {
 // validity. As in the memory backend, that check races with a write that
 // is already on its way.
 type Client struct {
-	lock    *masters
-	storage fenced.Storage
-	ttl     time.Duration
-	name    string // prefix of the random values, for reading the servers
-
-	mu   sync.Mutex
-	held map[string]*lease
+	lock         *masters
+	fenced.Guard // Read and Write, through the lease check
+	ttl          time.Duration
+	name         string // prefix of the random values, for reading the servers
+	leases       backends.Leases[*lease]
 }
 
 // NewClient makes a client of the recipe over the masters at endpoints
@@ -103,8 +91,9 @@ func NewClient(endpoints []string, recipe string, ttl time.Duration, storage fen
 		addrs = append(addrs, opt.Addr)
 	}
 	host, _ := os.Hostname()
-	return &Client{lock: newMasters(recipe, nodes, addrs, ttl), storage: storage, ttl: ttl,
-		name: host, held: map[string]*lease{}}, nil
+	c := &Client{lock: newMasters(recipe, nodes, addrs, ttl), ttl: ttl, name: host}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	return c, nil
 }
 
 // newValue is a random value no other acquire will ever use.
@@ -124,11 +113,8 @@ func (c *Client) newValue() string {
 // time, at most 200 ms, as backends.ServerDeadline) so that its "not
 // granted" reaches the harness before the harness gives up on it.
 func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
-	c.mu.Lock()
-	_, holding := c.held[key]
-	c.mu.Unlock()
-	if holding {
-		return 0, backends.Definitef("already holding %s", key)
+	if err := c.leases.Free(key); err != nil {
+		return 0, err
 	}
 	giveUp := time.Now().Add(time.Hour)
 	if dl, ok := ctx.Deadline(); ok {
@@ -162,89 +148,41 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 
 // hold starts the keepalive of a granted lock.
 func (c *Client) hold(key, value string, a attempt) {
-	kctx, cancel := context.WithCancel(context.Background())
-	l := &lease{value: value, token: a.token, maybe: a.maybe, validUntil: a.validUntil, cancel: cancel, done: make(chan struct{})}
-	c.mu.Lock()
-	c.held[key] = l
-	c.mu.Unlock()
-	go c.keepalive(kctx, key, l)
+	l := &lease{Grant: backends.NewGrant(a.token), value: value, maybe: a.maybe, validUntil: a.validUntil}
+	c.leases.Put(key, l)
+	l.KeepAlive(c.ttl/3, func(stopped context.Context) bool { return c.renew(stopped, key, l) })
 }
 
-// keepalive renews the lease every TTL/3 until it is released, or learns
-// that it is lost: the masters say the value is no longer ours, or no
-// renewal succeeded within the lease's validity.
-func (c *Client) keepalive(ctx context.Context, key string, l *lease) {
-	defer close(l.done)
-	t := time.NewTicker(c.ttl / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		rctx, cancel := context.WithTimeout(ctx, c.ttl)
-		r := c.lock.extend(rctx, key, l.value)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		l.mu.Lock()
-		switch {
-		case r.renewed:
-			l.validUntil = r.validUntil
-		case r.lost, time.Now().After(l.validUntil):
-			l.lost = true
-		}
-		lost := l.lost
-		l.mu.Unlock()
-		if lost {
-			return
-		}
+// renew extends the lease once, and says whether it is lost: the masters
+// say the value is no longer ours, or no renewal succeeded within the
+// lease's validity.
+func (c *Client) renew(stopped context.Context, key string, l *lease) (lost bool) {
+	rctx, cancel := context.WithTimeout(stopped, c.ttl)
+	r := c.lock.extend(rctx, key, l.value)
+	cancel()
+	if r.renewed {
+		l.validUntil = r.validUntil
+		return false
 	}
-}
-
-func (c *Client) current(key string, token uint64) error {
-	c.mu.Lock()
-	l := c.held[key]
-	c.mu.Unlock()
-	if l == nil || l.token != token || l.isLost() {
-		return backends.ErrLeaseLost
-	}
-	return nil
-}
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return fenced.CheckedRead(ctx, c.storage, func() error { return c.current(key, token) }, key, token)
-}
-
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return fenced.CheckedWrite(ctx, c.storage, func() error { return c.current(key, token) }, key, token, value)
+	return r.lost || time.Now().After(l.validUntil)
 }
 
 // Release stops the keepalive, then deletes the value wherever it is ours.
 func (c *Client) Release(ctx context.Context, key string) error {
-	c.mu.Lock()
-	l := c.held[key]
-	delete(c.held, key)
-	c.mu.Unlock()
-	if l == nil {
-		return backends.Definitef("release of %s without holding it", key)
+	l, err := c.leases.Take(key)
+	if err != nil {
+		return err
 	}
-	l.cancel()
-	<-l.done
+	l.Stop()
 	return c.lock.unlock(ctx, key, l.value, l.maybe)
 }
 
 // Close stops every keepalive and closes the connections; leases left
 // behind expire on their own.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	for k, l := range c.held {
-		l.cancel()
-		delete(c.held, k)
+	for _, l := range c.leases.TakeAll() {
+		l.Abandon()
 	}
-	c.mu.Unlock()
 	var errs []string
 	for _, n := range c.lock.nodes {
 		if err := n.Close(); err != nil {

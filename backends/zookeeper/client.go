@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -23,134 +22,15 @@ const LockRoot = "/fencecheck/locks"
 
 var acl = zk.WorldACL(zk.PermAll)
 
-// session is one ZooKeeper session on one zk.Conn: the lease. It is lost
-// for good the first time the connection drops or the server expires it
-// after it was established: a client cannot know, while disconnected,
-// whether the ensemble still counts its session, so it stops trusting
-// every lock the session holds. A lost session is closed (which deletes
-// its ephemeral znodes if the close reaches a server; the leader's expiry
-// does it otherwise) and never used again.
-type session struct {
-	conn    *zk.Conn
-	ready   chan struct{} // closed when the session is established
-	lost    chan struct{} // closed when it is lost (or closed)
-	granted atomic.Int64  // the timeout the server granted, in ms (0: not yet known)
-
-	mu       sync.Mutex
-	isReady  bool
-	isLost   bool
-	why      string
-	closeRun sync.Once
-}
-
-// dial opens a session with the servers and waits, under ctx, until the
-// ensemble has established it.
-func dial(ctx context.Context, servers []string, timeout time.Duration) (*session, error) {
-	s := &session{ready: make(chan struct{}), lost: make(chan struct{})}
-	// The callback sees every session event; the event channel zk.Connect
-	// returns drops events when nobody drains it in time.
-	conn, _, err := zk.Connect(servers, timeout, zk.WithEventCallback(s.event), zk.WithLogger(s), zk.WithLogInfo(true))
-	if err != nil {
-		return nil, err
-	}
-	s.conn = conn
-	select {
-	case <-s.ready:
-		return s, nil
-	case <-ctx.Done():
-		go s.close()
-		return nil, fmt.Errorf("no session established: %w", ctx.Err())
-	}
-}
-
-// event follows the session's state. It must not block: go-zk calls it
-// from its connection loop.
-func (s *session) event(ev zk.Event) {
-	if ev.Type != zk.EventSession {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch ev.State {
-	case zk.StateHasSession:
-		if !s.isReady {
-			s.isReady = true
-			close(s.ready)
-		}
-	case zk.StateExpired:
-		if s.isReady {
-			s.markLostLocked("session expired")
-		}
-	case zk.StateDisconnected, zk.StateAuthFailed:
-		if s.isReady {
-			s.markLostLocked("disconnected from " + ev.Server)
-		}
-	}
-}
-
-// Printf is go-zk's logger: it keeps the session timeout the server
-// granted (go-zk exposes it nowhere else) and drops the rest, which a
-// test run's partitions would turn into noise.
-func (s *session) Printf(format string, args ...any) {
-	if format == "authenticated: id=%d, timeout=%d" && len(args) == 2 {
-		if ms, ok := args[1].(int32); ok {
-			s.granted.CompareAndSwap(0, int64(ms))
-		}
-	}
-}
-
-// grantedTimeout waits briefly for the grant: go-zk logs it just after the
-// session is established.
-func (s *session) grantedTimeout(ctx context.Context) time.Duration {
-	for i := 0; i < 50 && ctx.Err() == nil; i++ {
-		if ms := s.granted.Load(); ms > 0 {
-			return time.Duration(ms) * time.Millisecond
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return 0
-}
-
-func (s *session) markLost(why string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.markLostLocked(why)
-}
-
-func (s *session) markLostLocked(why string) {
-	if !s.isLost {
-		s.isLost, s.why = true, why
-		close(s.lost)
-	}
-}
-
-// lostWhy says why the session is lost ("" while it is not).
-func (s *session) lostWhy() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.why
-}
-
-// close ends the session: go-zk sends the server a close request, which
-// deletes the session's ephemeral znodes at once. It may block for a
-// couple of seconds when no server answers.
-func (s *session) close() {
-	s.markLost("closed")
-	s.closeRun.Do(s.conn.Close)
-}
-
-// abandon gives the session up without waiting.
-func (s *session) abandon(why string) {
-	s.markLost(why)
-	go s.close()
-}
-
-// held is one acquired lock.
+// held is one acquired lock. It is lost with its session.
 type held struct {
 	sess  *session
 	path  string
 	token uint64
 }
+
+func (h *held) Token() uint64 { return h.token }
+func (h *held) Lost() bool    { return h.sess.lostWhy() != "" }
 
 // Client is the ephemeral-sequential znode lock recipe, written out so
 // that every step runs under the op's context: create a protected
@@ -183,11 +63,11 @@ type held struct {
 // Each acquire runs on the client's current session; a lost session means
 // a new zk connection (a new session) for the next acquire.
 type Client struct {
-	servers []string
-	timing  Timing
-	storage fenced.Storage
-	sess    *session
-	held    map[string]*held
+	servers      []string
+	timing       Timing
+	fenced.Guard // Read and Write, through the lease check
+	sess         *session
+	leases       backends.Leases[*held]
 }
 
 // NewClient makes a client of the ensemble at servers (host:port) with
@@ -200,7 +80,9 @@ func NewClient(servers []string, ttl time.Duration, storage fenced.Storage) (*Cl
 	if storage == nil {
 		return nil, errors.New("zookeeper: the resource lives in the shared fenced storage, and none was given")
 	}
-	return &Client{servers: servers, timing: TimingFor(ttl), storage: storage, held: map[string]*held{}}, nil
+	c := &Client{servers: servers, timing: TimingFor(ttl)}
+	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
+	return c, nil
 }
 
 // definiteErrs are answers in which a server refused a request, and
@@ -343,8 +225,8 @@ func predecessor(children []string, own string) (pred string, found bool) {
 }
 
 func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
-	if c.held[key] != nil {
-		return 0, backends.Definitef("already holding %s", key)
+	if err := c.leases.Free(key); err != nil {
+		return 0, err
 	}
 	s, err := c.session(ctx)
 	if err != nil {
@@ -437,41 +319,23 @@ func (c *Client) wait(ctx context.Context, s *session, key, parent, path string)
 	if why := s.lostWhy(); why != "" {
 		return notGranted("just as it became ours")
 	}
-	c.held[key] = &held{sess: s, path: path, token: token}
+	c.leases.Put(key, &held{sess: s, path: path, token: token})
 	return token, nil
-}
-
-// current is nil when the client still believes it holds key with token.
-func (c *Client) current(key string, token uint64) error {
-	h := c.held[key]
-	if h == nil || h.token != token || h.sess.lostWhy() != "" {
-		return backends.ErrLeaseLost
-	}
-	return nil
-}
-
-func (c *Client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return fenced.CheckedRead(ctx, c.storage, func() error { return c.current(key, token) }, key, token)
-}
-
-func (c *Client) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	return fenced.CheckedWrite(ctx, c.storage, func() error { return c.current(key, token) }, key, token, value)
 }
 
 // Release deletes the lock znode. With the session lost it sends nothing
 // and ends the session instead, which deletes the znode if the session
 // still lives.
 func (c *Client) Release(ctx context.Context, key string) error {
-	h := c.held[key]
-	if h == nil {
-		return backends.Definitef("release of %s without holding it", key)
+	h, err := c.leases.Take(key)
+	if err != nil {
+		return err
 	}
-	delete(c.held, key)
-	if h.sess.lostWhy() != "" {
+	if h.Lost() {
 		go h.sess.close()
 		return backends.ErrLeaseLost
 	}
-	_, err := call(ctx, func() (struct{}, error) { return struct{}{}, h.sess.conn.Delete(h.path, -1) }, nil)
+	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, h.sess.conn.Delete(h.path, -1) }, nil)
 	switch {
 	case err == nil:
 		return nil
@@ -495,9 +359,8 @@ func (c *Client) Close() error {
 	if c.sess != nil {
 		sessions[c.sess] = true
 	}
-	for k, h := range c.held {
+	for _, h := range c.leases.TakeAll() {
 		sessions[h.sess] = true
-		delete(c.held, k)
 	}
 	c.sess = nil
 	var wg sync.WaitGroup

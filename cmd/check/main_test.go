@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"github.com/fencecheck/fencecheck/internal/simulate"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/models"
 )
 
 func runCLI(t *testing.T, args ...string) (int, string, string) {
@@ -37,8 +37,8 @@ func TestMemoryRunExitCodes(t *testing.T) {
 	// check analyze on the saved history agrees.
 	hist := filepath.Join(store, "latest", "history.jsonl")
 	code, out, _ = runCLI(t, "analyze", hist)
-	if code != 1 || !strings.Contains(out, "INVALID") {
-		t.Fatalf("analyze exited %d, want 1:\n%s", code, out)
+	if v := verdictLine(out); code != 1 || v != "INVALID" {
+		t.Fatalf("analyze exited %d with verdict %q, want 1 and INVALID:\n%s", code, v, out)
 	}
 
 	code, out, _ = runCLI(t, append(common, "--fencing", "all", "--nemesis", "pause-holder")...)
@@ -46,9 +46,18 @@ func TestMemoryRunExitCodes(t *testing.T) {
 		t.Fatalf("fenced run exited %d, want 0\n%s", code, out)
 	}
 	code, out, _ = runCLI(t, "analyze", filepath.Join(store, "latest"))
-	if code != 0 || !strings.Contains(out, "VALID") {
-		t.Fatalf("analyze of a directory exited %d, want 0:\n%s", code, out)
+	if v := verdictLine(out); code != 0 || v != "VALID" {
+		t.Fatalf("analyze of a directory exited %d with verdict %q, want 0 and VALID:\n%s", code, v, out)
 	}
+}
+
+// verdictLine is the verdict analyze ends its output with: the last line's
+// first word ("VALID", "INVALID: ..." or "UNKNOWN: ...").
+func verdictLine(out string) string {
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	last := lines[len(lines)-1]
+	word, _, _ := strings.Cut(last, ":")
+	return word
 }
 
 func TestBadArgumentsExit254AndNameTheFlag(t *testing.T) {
@@ -118,7 +127,7 @@ func TestAnalyzeMalformedHistoryNamesTheLine(t *testing.T) {
 	}
 }
 
-func writeSynthetic(t *testing.T, s models.Synthetic) string {
+func writeSynthetic(t *testing.T, s simulate.Synthetic) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	f, err := os.Create(path)
@@ -149,12 +158,12 @@ func writeSynthetic(t *testing.T, s models.Synthetic) string {
 // analyze streams the history: it says the violation as it finds it, and a
 // check that runs out of time says so and how to give it more.
 func TestAnalyzeStreamsAndSaysWhyItStopped(t *testing.T) {
-	invalid := writeSynthetic(t, models.Synthetic{Seed: 3, Ops: 20000, Keys: 2, Clients: 5, PauseRate: 0.01})
+	invalid := writeSynthetic(t, simulate.Synthetic{Seed: 3, Ops: 20000, Keys: 2, Clients: 5, PauseRate: 0.01})
 	code, out, _ := runCLI(t, "analyze", "--check-memory", "2GiB", invalid)
 	if code != 1 || !strings.Contains(out, "violation found after") || !strings.Contains(out, "INVALID") {
 		t.Fatalf("exit %d:\n%s", code, out)
 	}
-	long := writeSynthetic(t, models.Synthetic{Seed: 1, Ops: 300000, Keys: 1, Clients: 5, Fenced: true})
+	long := writeSynthetic(t, simulate.Synthetic{Seed: 1, Ops: 300000, Keys: 1, Clients: 5, Fenced: true})
 	code, out, _ = runCLI(t, "analyze", "--check-timeout", "10ms", long)
 	if code != 2 || !strings.Contains(out, "UNKNOWN: key k0: the check timed out after 10ms (--check-timeout); raise it with --check-timeout 30m") {
 		t.Fatalf("exit %d:\n%s", code, out)

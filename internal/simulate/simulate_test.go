@@ -1,4 +1,4 @@
-package models
+package simulate_test
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/models"
 )
 
 // The simulation's histories are well formed, and the checker gives the
@@ -13,13 +15,13 @@ import (
 // holder pausing past its lease with unfenced storage breaks it.
 func TestSyntheticHistoriesHaveTheExpectedVerdicts(t *testing.T) {
 	for seed := uint64(1); seed <= 5; seed++ {
-		fenced := Synthetic{Seed: seed, Ops: 5000, Keys: 4, Clients: 8, InfoRate: 0.01, PauseRate: 0.02, Fenced: true}.Generate()
+		fenced := simulate.Synthetic{Seed: seed, Ops: 5000, Keys: 4, Clients: 8, InfoRate: 0.01, PauseRate: 0.02, Fenced: true}.Generate()
 		checkWellFormed(t, fenced)
-		if r := Check(context.Background(), fenced, Options{Timeout: time.Minute}); r.Verdict != Valid {
+		if r := models.Check(context.Background(), fenced, models.Options{Timeout: time.Minute}); r.Verdict != models.Valid {
 			t.Fatalf("seed %d fenced: %s: %s", seed, r.Verdict, r.Explanation)
 		}
-		unfenced := Synthetic{Seed: seed, Ops: 5000, Keys: 4, Clients: 8, InfoRate: 0.01, PauseRate: 0.02}.Generate()
-		if r := Check(context.Background(), unfenced, Options{Timeout: time.Minute}); r.Verdict != Invalid {
+		unfenced := simulate.Synthetic{Seed: seed, Ops: 5000, Keys: 4, Clients: 8, InfoRate: 0.01, PauseRate: 0.02}.Generate()
+		if r := models.Check(context.Background(), unfenced, models.Options{Timeout: time.Minute}); r.Verdict != models.Invalid {
 			t.Fatalf("seed %d unfenced: %s", seed, r.Verdict)
 		}
 	}

@@ -1,4 +1,9 @@
-package models
+// Package simulate makes up lock histories: a seeded simulation of lock
+// clients in virtual time, with real lease semantics, for the checker's
+// benchmarks and tests. It is test support: only bench and tests use it,
+// and it must never be imported by the checker, the harness or anything a
+// run depends on, nor judge a history itself (models does that).
+package simulate
 
 import (
 	"container/heap"

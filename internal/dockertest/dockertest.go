@@ -1,0 +1,120 @@
+// Package dockertest is the one place that decides whether a Docker
+// integration test runs, and builds the static binaries such tests put in
+// their containers. The rule, the same in every package: under -short a
+// Docker test is skipped (they are never short); otherwise a Docker
+// engine that does not answer skips the test, except under CI=true, where
+// it fails it — a CI run must never pass by skipping its Docker tests.
+//
+// It is test support: only _test.go files import it. It must never start
+// containers or clusters itself, nor hold anything a run depends on.
+package dockertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// CI reports whether the tests run under CI=true, where a missing
+// prerequisite is a failure instead of a skip.
+func CI() bool { return os.Getenv("CI") == "true" }
+
+// Unavailable ends a test whose prerequisite (what) is missing: a skip,
+// or under CI=true a failure. It does not return.
+func Unavailable(t testing.TB, what string, err error) {
+	t.Helper()
+	if CI() {
+		t.Fatalf("%s is required under CI=true: %v", what, err)
+	}
+	t.Skipf("%s is unavailable: %v", what, err)
+}
+
+// Engine connects to the Docker engine with connect (compose.Connect) and
+// closes the connection when the test ends; see the package comment for
+// when it skips or fails instead. connect is passed in so that compose's
+// own tests can use this package.
+func Engine[C io.Closer](t testing.TB, connect func(context.Context) (C, error)) C {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("Docker tests are not short")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	cli, err := connect(ctx)
+	if err != nil {
+		Unavailable(t, "Docker", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// The binaries built by this test process, once each, in one directory.
+var (
+	buildMu sync.Mutex
+	dir     string
+	built   = map[string]result{}
+)
+
+type result struct {
+	path string
+	err  error
+}
+
+// CheckBinary is the static check binary the containers run.
+func CheckBinary(t testing.TB) string {
+	t.Helper()
+	return Binary(t, "github.com/fencecheck/fencecheck/cmd/check")
+}
+
+// Binary builds the main package pkg (an import path) as a static binary
+// (CGO_ENABLED=0) once per test process and returns its path; a build
+// that fails fails every test that needs it. RemoveBinaries deletes them.
+func Binary(t testing.TB, pkg string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	r, ok := built[pkg]
+	if !ok {
+		r = build(pkg)
+		built[pkg] = r
+	}
+	if r.err != nil {
+		t.Fatalf("building %s: %v", pkg, r.err)
+	}
+	return r.path
+}
+
+func build(pkg string) result {
+	if dir == "" {
+		d, err := os.MkdirTemp("", "fencecheck-test-bin-")
+		if err != nil {
+			return result{err: err}
+		}
+		dir = d
+	}
+	out := filepath.Join(dir, path.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return result{err: fmt.Errorf("go build: %v\n%s", err, b)}
+	}
+	return result{path: out}
+}
+
+// RemoveBinaries deletes what Binary built, for a TestMain to call after
+// m.Run.
+func RemoveBinaries() {
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+	}
+	dir, built = "", map[string]result{}
+}
