@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/fencecheck/fencecheck/runstore"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -97,13 +98,13 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 	var rows []row
 	var res longResults
 	resErr := func() error {
-		b, err := os.ReadFile(filepath.Join(out.Dir, "results.json"))
+		b, err := os.ReadFile(filepath.Join(out.Dir, runstore.ResultsFile))
 		if err != nil {
 			return err
 		}
 		return json.Unmarshal(b, &res)
 	}()
-	events, _ := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
+	events, _ := history.ParseFile(filepath.Join(out.Dir, runstore.HistoryFile))
 	ops, _ := history.Pair(events)
 	injected := map[string]int{}
 	failedStarts := map[string]int{}
@@ -208,7 +209,7 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 			mib(peakAll), mib(w.peakSetup))})
 
 	var missingFiles []string
-	for _, f := range []string{"results.json", "report.html", "history.jsonl", "check.log"} {
+	for _, f := range []string{runstore.ResultsFile, runstore.ReportFile, runstore.HistoryFile, runstore.LogFile} {
 		if st, err := os.Stat(filepath.Join(out.Dir, f)); err != nil || st.Size() == 0 {
 			missingFiles = append(missingFiles, f)
 		}

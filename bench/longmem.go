@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/fencecheck/fencecheck/runstore"
 	"io"
 	"os"
 	"path/filepath"
@@ -167,7 +168,7 @@ func (w *longWatch) Write(b []byte) (int, error) {
 		if i := strings.LastIndex(line, " store "); i >= 0 {
 			w.mu.Lock()
 			w.dir = strings.TrimSpace(line[i+len(" store "):])
-			w.counter.path = filepath.Join(w.dir, "history.jsonl")
+			w.counter.path = filepath.Join(w.dir, runstore.HistoryFile)
 			w.mu.Unlock()
 		}
 	case strings.HasPrefix(line, "workload: "):
