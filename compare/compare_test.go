@@ -116,6 +116,55 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	}
 }
 
+func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
+	if _, ok := backendInfo("etcd"); !ok {
+		t.Skip("etcd is not built in")
+	}
+	m, err := Expand(Spec{Preset: "jepsen-etcd", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{docker("etcd", "lock-rpc", "fenced", "none"), docker("etcd", "lock-rpc", "fenced", "all"), docker("etcd", "lock-rpc", "etcd", "none")}
+	if !slices.Equal(m.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)
+	}
+	if !slices.Equal(m.Faults, []string{"pause-leader"}) || m.Runs != 10 || m.TimeLimit != 30*time.Second {
+		t.Errorf("faults %v, runs %d, time limit %s", m.Faults, m.Runs, m.TimeLimit)
+	}
+	b := m.Base
+	if b.Nodes != 5 || b.Clients != 5 || b.Keys != 1 || b.LeaseTTL != 2*time.Second || b.Work != 10*time.Millisecond || b.Hold != 2*time.Second ||
+		b.PauseDuration != 5*time.Second || b.NemesisInterval != 5*time.Second || b.ServerVersion != "3.4" || b.StopOnViolation {
+		t.Errorf("base %+v", b)
+	}
+	cfg := m.Config(m.Rows[2], "pause-leader", 0, "/s")
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ServerVersion != "3.4" || cfg.PauseDuration != 5*time.Second || cfg.Storage != "etcd" || cfg.StopOnViolation {
+		t.Errorf("config %+v", cfg)
+	}
+
+	// Flags given override the preset; --full-time is the preset's anyway.
+	m, err = Expand(Spec{Preset: "jepsen-etcd", Runs: 2, TimeLimit: 5 * time.Second, Backends: []string{"etcd:mutex", "redis"},
+		Storages: []string{"fenced"}, Base: harness.Config{Nodes: 3, LeaseTTL: 3 * time.Second, Hold: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != 2 || m.TimeLimit != 5*time.Second || m.Base.Nodes != 3 || m.Base.LeaseTTL != 3*time.Second || m.Base.Hold != time.Second || m.Base.StopOnViolation {
+		t.Errorf("runs %d, time limit %s, base %+v", m.Runs, m.TimeLimit, m.Base)
+	}
+	if !hasRow(m, docker("etcd", "mutex", "fenced", "all")) || !hasRow(m, docker("redis", "setnx", "fenced", "none")) {
+		t.Errorf("rows %v", m.Rows)
+	}
+	// A backend with one server build runs without the preset's version.
+	for _, r := range m.Rows {
+		if cfg := m.Config(r, "pause-leader", 0, "/s"); (cfg.ServerVersion != "") != (r.Backend == "etcd") {
+			t.Errorf("%s: server version %q", r, cfg.ServerVersion)
+		}
+	}
+}
+
 func TestExpandCompareFlags(t *testing.T) {
 	m, err := Expand(Spec{
 		Backends: []string{"memory", "redis:setnx-incr", "etcd"}, Storages: []string{"fenced", "etcd"},

@@ -35,14 +35,19 @@ quick); backend:recipe picks one. memory runs in-process; the others in Docker.
 Presets: quick (every backend but memory with its default recipe, storage
 fenced, fencing none and all, fault pause-holder, 1 run of 15s); full (every
 recipe, storages fenced, etcd's own and postgres, fencing none, writes and all,
-faults pause-holder, pause, partition and kill, 3 runs). Flags given override
-the preset's values.
+faults pause-holder, pause, partition and kill, 3 runs); jepsen-etcd (Jepsen's
+etcd 3.4.3 lock experiment: etcd lock-rpc on Debian's etcd 3.4, 5 nodes, 5
+clients, lease 2s, a critical section of 10ms plus 0-2s, the leader paused for
+5s every 5s, storages fenced (fencing none and all) and etcd, 10 full-length
+runs of 30s each; see docs/jepsen-etcd.md). Flags given override the preset's
+values.
 
 compare reports, it does not judge: it exits 0 when every cell ran whatever the
 verdicts, 255 when a run could not be carried out (the cell says "error"), 254
 on bad arguments.`,
 		Example: `  check compare --preset quick
   check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
+  check compare --preset jepsen-etcd
   check compare --backends memory --faults pause-holder,pause --time-limit 10s
   check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s`,
 		SilenceUsage:  true,
@@ -69,6 +74,18 @@ on bad arguments.`,
 				"nodes": int64(spec.Base.Nodes), "lease-ttl": int64(spec.Base.LeaseTTL)} {
 				if cmd.Flags().Changed(flag) && v <= 0 {
 					return usageErr("--%s: %s is out of range: it must be positive (e.g. %s)", flag, cmd.Flags().Lookup(flag).Value, cmd.Flags().Lookup(flag).DefValue)
+				}
+			}
+			// Not given: the preset's value, else the default.
+			for flag, v := range map[string]any{"clients": &spec.Base.Clients, "keys": &spec.Base.Keys,
+				"nodes": &spec.Base.Nodes, "lease-ttl": &spec.Base.LeaseTTL} {
+				if !cmd.Flags().Changed(flag) {
+					switch p := v.(type) {
+					case *int:
+						*p = 0
+					case *time.Duration:
+						*p = 0
+					}
 				}
 			}
 			if !cmd.Flags().Changed("seed") {
@@ -103,8 +120,8 @@ on bad arguments.`,
 	f.StringVar(&storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
 	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+strings.Join(harness.Faults, ", "))
 	f.StringVar(&fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
-	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3)")
-	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s)")
+	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
+	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.StringVar(&dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.

@@ -317,6 +317,29 @@ func TestCompareSharedFlags(t *testing.T) {
 	}
 }
 
+// --preset jepsen-etcd sets its own nodes, clients and lease; a flag given
+// overrides them and is checked against the preset's rows before anything
+// runs.
+func TestComparePresetJepsenEtcdFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"--nodes", "4"}, "nodes"},
+		{[]string{"--faults", "clock"}, "faults"},
+		{[]string{"--runs", "101"}, "runs"},
+	} {
+		store := filepath.Join(t.TempDir(), "cmp")
+		code, _, stderr := runCLI(t, append([]string{"compare", "--preset", "jepsen-etcd", "--store", store}, c.args...)...)
+		if code != harness.ExitUsage || !strings.Contains(stderr, "--"+c.flag) {
+			t.Errorf("%v: exit %d, %q; want 254 naming --%s", c.args, code, stderr, c.flag)
+		}
+		if _, err := os.Stat(store); err == nil {
+			t.Errorf("%v: the store was created before the arguments were checked", c.args)
+		}
+	}
+}
+
 // With several tests each writes its own JUnit file.
 func TestJUnitFileOfEachTest(t *testing.T) {
 	for _, c := range []struct {
