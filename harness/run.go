@@ -236,6 +236,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	con.Status(fmt.Sprintf("checking %d ops against the fenced-storage model…", len(ops)))
 	checkStart := time.Now()
 	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
+	out.Result = models.StaleWriteFirst(out.Result, ops)
 	checkTime := time.Since(checkStart)
 	runErrText := ""
 	if runErr != nil {

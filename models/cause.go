@@ -1,0 +1,97 @@
+package models
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// StaleWriteFirst names the cause first. The one-pass check reports the
+// first op that no order can place; when a paused holder's write was
+// accepted early in its long interval, that op is a later read or write
+// that the stale value made impossible, and the write itself — the cause —
+// goes unnamed. So for each invalid key whose sentence does not already
+// say so, the earliest write that the storage accepted after a higher
+// token had been admitted (returned before the write did, as the damage
+// counts it) is told first. Broken token order stays first: it causes
+// whatever the storage then saw. The verdicts do not change; only a write
+// that returned no later than the op the check could not place is named.
+func StaleWriteFirst(res Result, ops []history.Op) Result {
+	if res.Verdict != Invalid {
+		return res
+	}
+	res.Keys = slices.Clone(res.Keys)
+	first := ""
+	for i := range res.Keys {
+		k := &res.Keys[i]
+		if k.Verdict != Invalid {
+			continue
+		}
+		old := k.Explanation
+		if !strings.Contains(old, "stale lease holder's write was accepted") && !strings.Contains(old, "tokens must only increase") {
+			if msg, blamed, ok := staleWrite(ops, k.Key, endOf(ops, k.Culprits)); ok {
+				k.Explanation = msg + "; then " + old
+				k.Culprits = append(blamed, k.Culprits...)
+			}
+		}
+		if first == "" {
+			first = old
+			if strings.HasPrefix(res.Explanation, old) {
+				res.Explanation = k.Explanation + strings.TrimPrefix(res.Explanation, old)
+			}
+		}
+	}
+	return res
+}
+
+// endOf is when the first culprit ended (the op the check could not
+// place), or the end of time when it is not among ops.
+func endOf(ops []history.Op, culprits []int64) int64 {
+	if len(culprits) > 0 {
+		for i := range ops {
+			if ops[i].InvokeIndex == culprits[0] {
+				return ops[i].Ended()
+			}
+		}
+	}
+	return 1<<63 - 1
+}
+
+// staleWrite finds the earliest ok write on key, returned by before, that
+// returned after an op with a higher token had been admitted.
+func staleWrite(ops []history.Op, key string, before int64) (string, []int64, bool) {
+	var admitted, writes []*history.Op
+	for i := range ops {
+		o := &ops[i]
+		if o.Key != key || o.Type != history.OK || (o.F != history.Read && o.F != history.Write) {
+			continue
+		}
+		admitted = append(admitted, o)
+		if o.F == history.Write {
+			writes = append(writes, o)
+		}
+	}
+	sort.Slice(admitted, func(i, j int) bool { return admitted[i].Ended() < admitted[j].Ended() })
+	sort.Slice(writes, func(i, j int) bool { return writes[i].Ended() < writes[j].Ended() })
+	var best *history.Op // the highest token admitted so far
+	next := 0
+	for _, w := range writes {
+		if w.Ended() > before {
+			break
+		}
+		for next < len(admitted) && admitted[next].Ended() < w.Ended() {
+			if best == nil || admitted[next].Token > best.Token {
+				best = admitted[next]
+			}
+			next++
+		}
+		if best != nil && best.Token > w.Token {
+			return fmt.Sprintf("process %d wrote %s with token %d at %s after token %d was admitted at %s (process %d's %s at %s): a stale lease holder's write was accepted",
+				w.Process, i64(w.Value), w.Token, secs(w.Ended()), best.Token, secs(best.Ended()), best.Process, best.F, secs(best.Ended())), []int64{w.InvokeIndex, best.InvokeIndex}, true
+		}
+	}
+	return "", nil, false
+}
