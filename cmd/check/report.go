@@ -57,6 +57,7 @@ kept from the old results.json when there is one. It exits like the run did:
 			defer stop()
 			start := time.Now()
 			run.Result = models.Check(sig.Stop, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
+			run.Result = models.StaleWriteFirst(run.Result, run.Ops)
 			run.CheckTime = time.Since(start)
 			// As the harness does: a run that did not complete, or did not
 			// finish its workload or its final reads, is not valid.
