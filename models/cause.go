@@ -32,7 +32,7 @@ func StaleWriteFirst(res Result, ops []history.Op) Result {
 		}
 		old := k.Explanation
 		if !strings.Contains(old, "stale lease holder's write was accepted") && !strings.Contains(old, "tokens must only increase") {
-			if msg, blamed, ok := staleWrite(ops, k.Key, endOf(ops, k.Culprits)); ok {
+			if msg, blamed, ok := staleWrite(ops, k.Key, culprit(ops, k.Culprits)); ok {
 				k.Explanation = msg + "; then " + old
 				k.Culprits = append(blamed, k.Culprits...)
 			}
@@ -47,22 +47,33 @@ func StaleWriteFirst(res Result, ops []history.Op) Result {
 	return res
 }
 
-// endOf is when the first culprit ended (the op the check could not
-// place), or the end of time when it is not among ops.
-func endOf(ops []history.Op, culprits []int64) int64 {
+// culprit is the op the check could not place, or nil when it is not
+// among ops.
+func culprit(ops []history.Op, culprits []int64) *history.Op {
 	if len(culprits) > 0 {
 		for i := range ops {
 			if ops[i].InvokeIndex == culprits[0] {
-				return ops[i].Ended()
+				return &ops[i]
 			}
 		}
 	}
-	return 1<<63 - 1
+	return nil
 }
 
-// staleWrite finds the earliest ok write on key, returned by before, that
-// returned after an op with a higher token had been admitted.
-func staleWrite(ops []history.Op, key string, before int64) (string, []int64, bool) {
+// staleWrite finds the earliest ok write on key that returned after an op
+// with a higher token had been admitted and that can have caused the op
+// the check could not place: it returned no later than that op, or it was
+// still in flight when that op read the very value it wrote (a stale write
+// applied just before the read but answered just after it).
+func staleWrite(ops []history.Op, key string, c *history.Op) (string, []int64, bool) {
+	before := int64(1<<63 - 1)
+	if c != nil {
+		before = c.Ended()
+	}
+	readIt := func(w *history.Op) bool {
+		return c != nil && c.F == history.Read && c.Value != nil && w.Value != nil &&
+			*c.Value == *w.Value && w.Call < before
+	}
 	var admitted, writes []*history.Op
 	for i := range ops {
 		o := &ops[i]
@@ -79,8 +90,8 @@ func staleWrite(ops []history.Op, key string, before int64) (string, []int64, bo
 	var best *history.Op // the highest token admitted so far
 	next := 0
 	for _, w := range writes {
-		if w.Ended() > before {
-			break
+		if w.Ended() > before && !readIt(w) {
+			continue
 		}
 		for next < len(admitted) && admitted[next].Ended() < w.Ended() {
 			if best == nil || admitted[next].Token > best.Token {

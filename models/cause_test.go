@@ -37,6 +37,16 @@ func TestStaleWriteFirstNamesTheCause(t *testing.T) {
 	if got := StaleWriteFirst(res, late); got.Keys[0].Explanation != "process 2 read 7" {
 		t.Errorf("a later write was named: %s", got.Keys[0].Explanation)
 	}
+	// But a stale write still in flight when the culprit read its very
+	// value did cause it: applied just before the read, answered just after
+	// (the CI run of TestMemoryRunExitCodes found the explanation naming
+	// only the read).
+	inFlight := append([]history.Op(nil), ops...)
+	inFlight[0].Value, inFlight[0].Return = v(7), 11.001e9
+	got = StaleWriteFirst(res, inFlight)
+	if !strings.HasPrefix(got.Keys[0].Explanation, "process 1 wrote 7 with token 1 at 11.00 s after token 2 was admitted") {
+		t.Errorf("the in-flight stale write the read saw was not named: %s", got.Keys[0].Explanation)
+	}
 	if got := StaleWriteFirst(Result{Verdict: Valid}, ops); got.Explanation != "" {
 		t.Errorf("a valid result changed: %+v", got)
 	}
