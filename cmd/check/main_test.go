@@ -40,6 +40,9 @@ func TestMemoryRunExitCodes(t *testing.T) {
 	if v := verdictLine(out); code != 1 || v != "INVALID" {
 		t.Fatalf("analyze exited %d with verdict %q, want 1 and INVALID:\n%s", code, v, out)
 	}
+	if !strings.Contains(out, "a stale lease holder's write was accepted") {
+		t.Errorf("analyze does not name the stale write, as the run did:\n%s", out)
+	}
 
 	code, out, _ = runCLI(t, append(common, "--fencing", "all", "--nemesis", "pause-holder")...)
 	if code != 0 {
