@@ -263,10 +263,10 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 			var links []string
 			for i, run := range cell.Runs {
 				if run.Dir != "" {
-					links = append(links, fmt.Sprintf("[%d](%s)", i+1, reportLink(run.Dir)))
+					links = append(links, fmt.Sprintf("[%d](%s)", runNo(c, i, run), reportLink(run.Dir)))
 				}
 				if run.Error != "" {
-					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.Backend, r.Recipe, r.Storage, r.Fencing, cell.Fault, i+1, mdLine(run.Error)))
+					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.Backend, r.Recipe, r.Storage, r.Fencing, cell.Fault, runNo(c, i, run), mdLine(run.Error)))
 				}
 			}
 			if len(links) > 0 {
@@ -304,13 +304,24 @@ func fmtSeconds(s float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".") + " s"
 }
 
+// runNo is the number, from 1, of the i-th run of a cell: run r of every
+// cell has the comparison's seed + r, so a merged cell missing its first
+// run still calls its second "run 2"; a seed outside the cell's runs
+// falls back to the position.
+func runNo(c *Comparison, i int, run CompareRun) int64 {
+	if n := run.Seed - c.Seed + 1; n >= 1 && n <= int64(c.Runs) {
+		return n
+	}
+	return int64(i + 1)
+}
+
 //go:embed compare.html.tmpl
 var compareTemplate string
 
 var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"link":    reportLink,
 	"seconds": fmtSeconds,
-	"inc":     func(i int) int { return i + 1 },
+	"runNo":   runNo,
 }).Parse(compareTemplate))
 
 // WriteCompareHTML writes compare.html.
