@@ -245,7 +245,11 @@ func cellsEqual(a, b reports.CompareCell) bool {
 // seeds, whether updates were lost — and every link of its page opens a
 // report, also after the whole tree is moved.
 func TestShardedMemoryComparisonMergesToTheSingleOne(t *testing.T) {
-	m, err := Expand(shardSpec(2 * time.Second))
+	// Only pause-holder: two real runs of one seed agree on its verdicts
+	// (an unfenced run under pause is found invalid or not by timing).
+	spec := shardSpec(2 * time.Second)
+	spec.Faults = []string{"pause-holder"}
+	m, err := Expand(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,8 +342,8 @@ func TestShardedMemoryComparisonMergesToTheSingleOne(t *testing.T) {
 		}
 	}
 	links := pageLinks(t, out)
-	if len(links) != 8 {
-		t.Errorf("%d report links, want 8 (2 runs × 4 cells)", len(links))
+	if len(links) != 4 {
+		t.Errorf("%d report links, want 4 (2 runs × 2 cells)", len(links))
 	}
 	moved := filepath.Join(root, "elsewhere")
 	if err := os.Rename(art, moved); err != nil {
