@@ -6,10 +6,15 @@
 // succeeded and the share of acknowledged updates lost. reports draws the
 // tables; store says where they go.
 //
+// A matrix can be split over machines (Shard, RunShard: a deterministic
+// cut of its (cell, run) pairs) and put together again (Merge) from the
+// shards' compare.json alone.
+//
 // It reports, it never judges: a cell's verdicts are the runs' own, as
 // the checker gave them; compare never checks a history itself, never
-// reads back from disk what a run just wrote, and never names a backend —
-// what a backend can do it asks of backends/registry.
+// reads back from disk what a run just wrote (a merge reads only the
+// summaries the shards wrote), and never names a backend — what a
+// backend can do it asks of backends/registry.
 package compare
 
 import (

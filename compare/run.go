@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,6 +21,21 @@ import (
 // run going on (it is still checked) and skips the rest. The error is
 // about writing the tables; failed runs are in the comparison (Errors).
 func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*reports.Comparison, error) {
+	return run(sig, m, nil, dir, progress)
+}
+
+// RunShard runs the pairs of m that shard s holds (ShardPairs), as Run
+// does, and writes a partial compare.json (and its tables) into dir:
+// the comparison with only this shard's runs, and the shard, the
+// matrix's fingerprint and the pairs it was given and ran. Merge puts
+// the shards together.
+func RunShard(sig harness.Signals, m *Matrix, s Shard, dir string, progress io.Writer) (*reports.Comparison, error) {
+	return run(sig, m, m.shardInfo(s), dir, progress)
+}
+
+// run runs every applicable pair of m, or only shard's when shard is
+// not nil.
+func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string, progress io.Writer) (*reports.Comparison, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
@@ -28,6 +44,13 @@ func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*repor
 		Started: started.UTC().Format("2006-01-02T15:04:05Z"), Preset: m.Preset, Seed: m.Seed, Runs: m.Runs,
 		TimeLimitS: m.TimeLimit.Seconds(), Faults: m.Faults,
 		Clients: m.Base.Clients, Keys: m.Base.Keys, Nodes: m.Base.Nodes, LeaseTTLS: m.Base.LeaseTTL.Seconds(),
+		Shard: shard,
+	}
+	take := func(int, string, int) bool { return true }
+	if shard != nil {
+		take = func(row int, fault string, run int) bool {
+			return slices.Contains(shard.Pairs, reports.ComparePair{Row: row, Fault: fault, Run: run})
+		}
 	}
 	total := 0
 	for i, r := range m.Rows {
@@ -37,7 +60,11 @@ func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*repor
 			if why := m.Applicable(r, f); why != "" {
 				cell.NotApplicable = why
 			} else {
-				total += m.Runs
+				for k := range m.Runs {
+					if take(i, f, k) {
+						total++
+					}
+				}
 			}
 			c.Rows[i].Cells = append(c.Rows[i].Cells, cell)
 		}
@@ -45,8 +72,12 @@ func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*repor
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return c, fmt.Errorf("creating %s: %w (choose another with --store)", dir, err)
 	}
-	fmt.Fprintf(progress, "compare: %d rows × %d faults, %d runs of %s, seed %d, store %s\n",
-		len(m.Rows), len(m.Faults), total, m.TimeLimit, m.Seed, dir)
+	what := ""
+	if shard != nil {
+		what = fmt.Sprintf(" (shard %s, matrix %s)", shard, shard.Matrix)
+	}
+	fmt.Fprintf(progress, "compare: %d rows × %d faults, %d runs of %s%s, seed %d, store %s\n",
+		len(m.Rows), len(m.Faults), total, m.TimeLimit, what, m.Seed, dir)
 	done := 0
 	for i, r := range m.Rows {
 		for j, f := range m.Faults {
@@ -55,6 +86,9 @@ func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*repor
 			}
 			var runs []reports.CompareRun
 			for k := 0; k < m.Runs && sig.Stop.Err() == nil; k++ {
+				if !take(i, f, k) {
+					continue
+				}
 				cfg := m.Config(r, f, k, dir)
 				done++
 				fmt.Fprintf(progress, "[%d/%d] %s × %s, run %d/%d (seed %d); %d left after this\n",
@@ -66,6 +100,9 @@ func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*repor
 					c.Interrupted = true
 				}
 				runs = append(runs, run)
+				if shard != nil {
+					shard.Held = append(shard.Held, reports.ComparePair{Row: i, Fault: f, Run: k})
+				}
 				fmt.Fprintf(progress, "        %s\n", runLine(run))
 			}
 			if len(runs) > 0 {

@@ -45,6 +45,12 @@ type Comparison struct {
 	// Interrupted: a signal stopped the comparison; cells not reached
 	// have no runs.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Shard is set in a shard's partial compare.json (check compare
+	// --shard); Sources and Missing in a merged one (check compare merge):
+	// the shards it was made from and the runs none of them brought back.
+	Shard   *CompareShard    `json:"shard,omitempty"`
+	Sources []CompareSource  `json:"sources,omitempty"`
+	Missing []CompareMissing `json:"missing,omitempty"`
 }
 
 // CompareRow is one backend/recipe/storage/fencing combination.
@@ -85,6 +91,9 @@ type CompareCell struct {
 	MedianLostShare *float64     `json:"median_lost_share"`
 	LostShareRange  []float64    `json:"lost_share_range,omitempty"`
 	Runs            []CompareRun `json:"runs"`
+	// Missing counts the cell's runs a merged comparison lacks (a shard
+	// that did not come back); the verdicts are of the runs it has.
+	Missing int `json:"missing,omitempty"`
 }
 
 // CompareRun is one run of a cell.
@@ -123,14 +132,17 @@ func (c *CompareCell) VerdictText() string {
 		return "n/a"
 	}
 	n := len(c.Runs)
-	if n == 0 {
+	var parts []string
+	if n == 0 && c.Missing == 0 {
 		return "not run"
 	}
-	var parts []string
 	for _, v := range compareVerdicts {
 		if k := c.Verdicts[v]; k > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d/%d", v, k, n))
+			parts = append(parts, fmt.Sprintf("%s %d/%d", v, k, n+c.Missing))
 		}
+	}
+	if c.Missing > 0 {
+		parts = append(parts, fmt.Sprintf("missing %d/%d", c.Missing, n+c.Missing))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -170,7 +182,8 @@ func (c *CompareCell) LostText() string {
 }
 
 // Class is the cell's colour: valid or invalid when every run agrees,
-// error when a run failed, unknown otherwise.
+// error when a run failed, unknown otherwise (also when runs of a merged
+// comparison are missing).
 func (c *CompareCell) Class() string {
 	n := len(c.Runs)
 	switch {
@@ -178,6 +191,8 @@ func (c *CompareCell) Class() string {
 		return "na"
 	case c.Verdicts["error"] > 0:
 		return "error"
+	case c.Missing > 0:
+		return "unknown" // not every run came back
 	case c.Verdicts["invalid"] == n:
 		return "invalid"
 	case c.Verdicts["valid"] == n:
@@ -215,6 +230,15 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 	if c.Interrupted {
 		b.WriteString(" **Interrupted: cells marked \"not run\" were not reached.**")
 	}
+	if note := c.ShardNote(); note != "" {
+		b.WriteString("\n\n" + note)
+	}
+	if len(c.Missing) > 0 {
+		fmt.Fprintf(&b, "\n\n**%d run(s) missing: no shard brought them back** (the cells say \"missing\"):\n\n", len(c.Missing))
+		for _, m := range c.Missing {
+			b.WriteString("- " + m.String() + "\n")
+		}
+	}
 	b.WriteString("\n\nEach cell: the verdicts; the median time to the first violation (when the first culprit op completed); " +
 		"the share of acknowledged updates lost (the median over the runs whose final read could be taken, and the range over them, when it differs); " +
 		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report.\n\n")
@@ -239,10 +263,10 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 			var links []string
 			for i, run := range cell.Runs {
 				if run.Dir != "" {
-					links = append(links, fmt.Sprintf("[%d](%s)", i+1, reportLink(run.Dir)))
+					links = append(links, fmt.Sprintf("[%d](%s)", runNo(c, i, run), reportLink(run.Dir)))
 				}
 				if run.Error != "" {
-					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.Backend, r.Recipe, r.Storage, r.Fencing, cell.Fault, i+1, mdLine(run.Error)))
+					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.Backend, r.Recipe, r.Storage, r.Fencing, cell.Fault, runNo(c, i, run), mdLine(run.Error)))
 				}
 			}
 			if len(links) > 0 {
@@ -280,13 +304,24 @@ func fmtSeconds(s float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", s), "0"), ".") + " s"
 }
 
+// runNo is the number, from 1, of the i-th run of a cell: run r of every
+// cell has the comparison's seed + r, so a merged cell missing its first
+// run still calls its second "run 2"; a seed outside the cell's runs
+// falls back to the position.
+func runNo(c *Comparison, i int, run CompareRun) int64 {
+	if n := run.Seed - c.Seed + 1; n >= 1 && n <= int64(c.Runs) {
+		return n
+	}
+	return int64(i + 1)
+}
+
 //go:embed compare.html.tmpl
 var compareTemplate string
 
 var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"link":    reportLink,
 	"seconds": fmtSeconds,
-	"inc":     func(i int) int { return i + 1 },
+	"runNo":   runNo,
 }).Parse(compareTemplate))
 
 // WriteCompareHTML writes compare.html.

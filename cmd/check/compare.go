@@ -11,12 +11,13 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func newCompareCmd() *cobra.Command {
 	var spec compare.Spec
-	var backends, storages, faults, fencing, dir string
+	var backends, storages, faults, fencing, dir, shardFlag string
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Run a matrix of backends × storages and fencing × faults and tabulate the verdicts",
@@ -42,6 +43,12 @@ clients, lease 2s, a critical section of 10ms plus 0-2s, the leader paused for
 runs of 30s each; see docs/jepsen-etcd.md). Flags given override the preset's
 values.
 
+--shard I/N runs only the I-th of N slices of the matrix's (cell, run) pairs
+(the same cut on every machine, balanced by each run's expected time) and
+writes a partial compare.json naming the matrix, the shard and its runs;
+'check compare merge DIR...' puts the shards' directories together into the
+page one machine would have written (docs/ci-example.md).
+
 compare reports, it does not judge: it exits 0 when every cell ran whatever the
 verdicts, 255 when a run could not be carried out (the cell says "error"), 254
 on bad arguments.`,
@@ -49,11 +56,20 @@ on bad arguments.`,
   check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
   check compare --preset jepsen-etcd
   check compare --backends memory --faults pause-holder,pause --time-limit 10s
-  check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s`,
+  check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s
+  check compare --preset quick --seed 42 --shard 2/3 --store shard-2   # one job of a CI matrix
+  check compare merge --out merged shard-1 shard-2 shard-3`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			var shard compare.Shard
+			if cmd.Flags().Changed("shard") {
+				var err error
+				if shard, err = compare.ParseShard(shardFlag); err != nil {
+					return err
+				}
+			}
 			spec.Backends = splitList(backends)
 			spec.Storages = splitList(storages)
 			spec.Faults = splitList(faults)
@@ -100,7 +116,17 @@ on bad arguments.`,
 			}
 			sig, stop := signals()
 			defer stop()
-			c, err := compare.Run(sig, m, dir, cmd.OutOrStdout())
+			var c *reports.Comparison
+			if shard.N > 0 {
+				if !cmd.Flags().Changed("seed") {
+					// Every shard must draw the same seed: a random one would
+					// make each shard's matrix another.
+					return usageErr("--shard needs --seed: every shard must run the same matrix, seed included (e.g. --seed %d)", spec.Seed)
+				}
+				c, err = compare.RunShard(sig, m, shard, dir, cmd.OutOrStdout())
+			} else {
+				c, err = compare.Run(sig, m, dir, cmd.OutOrStdout())
+			}
 			if err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}
@@ -123,6 +149,7 @@ on bad arguments.`,
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
+	f.StringVar(&shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
 	f.StringVar(&dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.
 	base := compare.DefaultBase()
@@ -141,5 +168,6 @@ on bad arguments.`,
 		f.MarkHidden(h)
 	}
 	cmd.SetFlagErrorFunc(flagError)
+	cmd.AddCommand(newCompareMergeCmd())
 	return cmd
 }

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fencecheck/fencecheck/compare"
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+func newCompareMergeCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "merge [--out DIR] DIR...",
+		Short: "Combine the shards of a comparison (check compare --shard I/N) into one page",
+		Long: `merge reads the partial compare.json of every shard directory given (the
+--store of each 'check compare --shard I/N' run) and writes into --out the
+compare.html, compare.md and compare.json that one machine running the whole
+matrix would have written, each cell summarized from its runs as 'check
+compare' does. Links to the runs' reports are relative to --out, so they
+keep working when the shard directories sit side by side (as CI artifacts
+do) next to --out.
+
+It refuses, before writing anything, shards of different matrices (naming
+the flag that differs), shards cut into different numbers, and a shard given
+twice. When a shard did not come back (or stopped early), the page is still
+written, and both it and the output list the missing runs.
+
+Exit codes: 0 every run is there; 2 runs are missing (the comparison is
+incomplete, as an unknown verdict); 255 a run could not be carried out or a
+shard was interrupted; 254 bad arguments or shards that do not fit.`,
+		Example: `  check compare merge --out merged shard-1 shard-2 shard-3
+  check compare merge --out public artifacts/fencecheck-shard-*`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("merge needs the shard directories: check compare merge --out DIR shard-1 shard-2 ...")
+			}
+			c, err := compare.Merge(args, out)
+			var refused *compare.ShardError
+			if errors.As(err, &refused) {
+				return dataErr("%v", err)
+			}
+			if err != nil {
+				if c != nil {
+					return &exitError{harness.ExitFailed, err}
+				}
+				return err
+			}
+			w := cmd.OutOrStdout()
+			runs := 0
+			for _, s := range c.Sources {
+				runs += s.Runs
+			}
+			fmt.Fprintf(w, "merge: %d shard(s), %d run(s): %s\n", len(c.Sources), runs, filepath.Join(out, "compare.html"))
+			if len(c.Missing) > 0 {
+				if gone := compare.MissingShards(c); len(gone) > 0 {
+					fmt.Fprintf(w, "merge: shard(s) %s did not come back\n", strings.Join(gone, ", "))
+				}
+				fmt.Fprintf(w, "merge: %d run(s) missing:\n", len(c.Missing))
+				for _, m := range c.Missing {
+					fmt.Fprintf(w, "  %s\n", m)
+				}
+			}
+			switch code := compare.MergeExitCode(c); code {
+			case 0:
+				return nil
+			case compare.ExitMissing:
+				return &exitError{code, fmt.Errorf("%d run(s) missing (see %s)", len(c.Missing), filepath.Join(out, "compare.md"))}
+			default:
+				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
+				if c.Interrupted {
+					why = "a shard was interrupted before every cell ran"
+				}
+				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(out, "compare.md"))}
+			}
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", ".", "directory for the merged compare.html, compare.md and compare.json")
+	cmd.SetFlagErrorFunc(flagError)
+	return cmd
+}
