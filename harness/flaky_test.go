@@ -110,3 +110,50 @@ func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
 	}
 	t.Logf("%d ops, %d unknown outcomes, %d processes", len(ops), infos, len(procs))
 }
+
+// lostReads is the in-process system whose clients lose every read's
+// answer: a final read that ends in info.
+type lostReads struct{ inProcess }
+
+type lostReadClient struct{ backends.Client }
+
+func (c lostReadClient) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	c.Client.Read(ctx, key, token)
+	return 0, errLostAnswer
+}
+
+func (s lostReads) NewClient(ctx context.Context, slot int) (backends.Client, error) {
+	c, err := s.inProcess.NewClient(ctx, slot)
+	return lostReadClient{c}, err
+}
+
+// A final read whose answer is lost retires its process: the release that
+// followed it on the same process made the history break its own rules
+// ("process N invokes after its op ended in info"), found with a crashing
+// custom client.
+func TestFinalReadLostRetiresItsProcess(t *testing.T) {
+	cfg := memoryConfig(t, "all", "none")
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sys := lostReads{inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder(f)
+	if _, err := finalReads(context.Background(), &cfg, sys, rec, 10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	events, err := history.ParseFile(path)
+	if err != nil {
+		t.Fatalf("the history breaks its own rules: %v", err)
+	}
+	ops, _ := history.Pair(events)
+	if len(ops) != 2 || ops[0].F != history.Acquire || ops[1].F != history.Read || ops[1].Type != history.Info {
+		t.Fatalf("want an ok acquire and an unknown read, and no release: %+v", ops)
+	}
+}

@@ -242,8 +242,11 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 			t, err := c.Acquire(ctx, key)
 			return history.Event{Token: t}, err
 		}))
+		// A process whose op ended in info is retired, as in the
+		// workload: it invokes nothing more (its lock, if any, expires).
+		retired := false
 		if ok && stop.Err() == nil {
-			w.op(history.Event{F: history.Read, Key: key, Token: acq.Token}, withStop(func(ctx context.Context) (history.Event, error) {
+			_, _, retired = w.op(history.Event{F: history.Read, Key: key, Token: acq.Token}, withStop(func(ctx context.Context) (history.Event, error) {
 				v, err := c.Read(ctx, key, acq.Token)
 				if err != nil {
 					return history.Event{}, err
@@ -254,7 +257,7 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 		if stop.Err() == nil {
 			read++
 		}
-		if acq.Type == history.OK && stop.Err() == nil {
+		if acq.Type == history.OK && !retired && stop.Err() == nil {
 			w.op(history.Event{F: history.Release, Key: key, Token: acq.Token}, withStop(func(ctx context.Context) (history.Event, error) {
 				return history.Event{}, c.Release(ctx, key)
 			}))
