@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -155,5 +156,38 @@ func TestFinalReadLostRetiresItsProcess(t *testing.T) {
 	ops, _ := history.Pair(events)
 	if len(ops) != 2 || ops[0].F != history.Acquire || ops[1].F != history.Read || ops[1].Type != history.Info {
 		t.Fatalf("want an ok acquire and an unknown read, and no release: %+v", ops)
+	}
+}
+
+// slowStart is the in-process system whose last slot's client takes until
+// the workload ends to start (five JVMs starting at once).
+type slowStart struct {
+	inProcess
+	slots int
+}
+
+func (s slowStart) NewClient(ctx context.Context, slot int) (backends.Client, error) {
+	if slot == s.slots {
+		<-ctx.Done()
+		return nil, errors.New("it never answered ready (context canceled)")
+	}
+	return s.inProcess.NewClient(ctx, slot)
+}
+
+// A workload that ends (its first violation, the time limit) while a
+// client is still starting is not a failed run: the clients that ran
+// recorded their ops, and no error is returned.
+func TestWorkloadEndingWhileAClientStartsIsNoError(t *testing.T) {
+	cfg := memoryConfig(t, "all", "none")
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sys := slowStart{inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}, cfg.Clients}
+	rec := history.NewRecorder(io.Discard)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := runWorkload(ctx, &cfg, sys, rec, nil, t.Logf); err != nil {
+		t.Fatalf("the run failed: %v", err)
 	}
 }

@@ -180,6 +180,13 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 		c, err := sys.NewClient(ctx, slot)
 		if err != nil {
 			wg.Wait()
+			if ctx.Err() != nil {
+				// The workload ended (the time limit, the first
+				// violation, an interrupt) while this client was
+				// still starting: not a failure of the run.
+				close(errs)
+				return next, <-errs
+			}
 			return next, fmt.Errorf("slot %s: opening a client: %w", history.SlotName(slot), err)
 		}
 		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
