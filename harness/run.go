@@ -343,6 +343,10 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 	for _, o := range registry.Options() {
 		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})
 	}
+	if cl := cfg.client; cl != nil {
+		p = append(p, reports.Param{Name: "client", Value: cl.Manifest.Name}, reports.Param{Name: "client-dir", Value: cfg.ClientDir},
+			reports.Param{Name: "client-hash", Value: cl.Hash()})
+	}
 	p = append(p, reports.Param{Name: "seed", Value: fmt.Sprint(cfg.Seed)})
 	for _, k := range sortedKeys(info) {
 		p = append(p, reports.Param{Name: k, Value: info[k]})
