@@ -204,7 +204,7 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 		return nil, fmt.Errorf("%s did not start: %v%s", who, err, tail())
 	}
 	r.Gone = func(err error) {
-		go s.logf("%s given up: %v%s", who, err, tail())
+		go func() { s.logf("%s given up: %v%s", who, err, tail()) }()
 	}
 	return r, nil
 }

@@ -30,6 +30,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
@@ -117,6 +118,8 @@ type Remote struct {
 	nextID uint64
 	dead   error
 	lines  chan lineOrErr
+	// flooded: the reader stopped the agent for flooding its stdout.
+	flooded atomic.Bool
 	// trace, when set, sees every line sent (true) and received.
 	trace func(sent bool, line []byte)
 	// sharedClock: the agent's monotonic readings are the harness's
@@ -161,7 +164,7 @@ func NewRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop
 // sent to the agent (sent true) and received from it, init included.
 func NewTracedRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error, init lockclient.Init,
 	trace func(sent bool, line []byte)) (*Remote, error) {
-	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, 1), trace: trace}
+	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, maxQueued), trace: trace}
 	go r.readLines(stdout)
 	init.Type, init.Protocol = lockclient.TypeInit, lockclient.Version
 	if _, err := r.send(lockclient.Line(init)); err != nil {
@@ -218,6 +221,8 @@ func lineError(err error) string {
 		return "it exited (its stdout closed)"
 	case errors.Is(err, bufio.ErrTooLong):
 		return fmt.Sprintf("it wrote a line over %d KiB", lockclient.MaxLine>>10)
+	case errors.Is(err, errFlood):
+		return errFlood.Error()
 	}
 	return err.Error()
 }
@@ -227,19 +232,43 @@ func (r *Remote) send(line []byte) (int, error) {
 	if r.trace != nil {
 		r.trace(true, line)
 	}
-	return r.in.Write(line)
+	n, err := r.in.Write(line)
+	if err != nil && r.flooded.Load() {
+		err = errFlood
+	}
+	return n, err
 }
+
+// maxQueued bounds the lines an agent may write that nobody has read yet
+// (answers to ops given up on, or output nobody asked for): past it the
+// agent is flooding its stdout and is stopped, so a chatty program cannot
+// fill the harness's memory between ops.
+const maxQueued = 64
+
+// errFlood is an agent stopped for writing lines nobody asked for.
+var errFlood = fmt.Errorf("it wrote more than %d lines on stdout that answer nothing (logs belong on stderr)", maxQueued)
 
 func (r *Remote) readLines(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 4096), lockclient.MaxLine)
+	var err error
 	for sc.Scan() {
 		if r.trace != nil {
 			r.trace(false, sc.Bytes())
 		}
-		r.lines <- lineOrErr{line: append([]byte(nil), sc.Bytes()...)}
+		select {
+		case r.lines <- lineOrErr{line: append([]byte(nil), sc.Bytes()...)}:
+			continue
+		default:
+		}
+		err = errFlood
+		r.flooded.Store(true)
+		r.stop()
+		break
 	}
-	err := sc.Err()
+	if err == nil {
+		err = sc.Err()
+	}
 	if err == nil {
 		err = io.EOF
 	}
@@ -248,7 +277,7 @@ func (r *Remote) readLines(stdout io.Reader) {
 	}
 	r.lines <- lineOrErr{err: err}
 	close(r.lines)
-	if errors.Is(err, bufio.ErrTooLong) {
+	if errors.Is(err, bufio.ErrTooLong) || errors.Is(err, errFlood) {
 		// Keep draining so a flooding agent never blocks on its stdout.
 		io.Copy(io.Discard, stdout)
 	}
