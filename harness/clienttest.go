@@ -30,6 +30,9 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	cfg.Clients, cfg.Keys = 2, 1
 	cfg.Cluster, cfg.Fencing = "docker", "all"
 	cfg.TimeLimit, cfg.NemesisInterval, cfg.CheckTimeout = 30*time.Second, 2*time.Second, time.Minute
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3 // where the backend has a choice; the smallest
+	}
 	if cfg.LeaseTTL == 0 {
 		cfg.LeaseTTL = 2 * time.Second
 	}
