@@ -45,3 +45,10 @@ type DB interface {
 	// Info describes the servers for the report (versions).
 	Info() map[string]string
 }
+
+// Credentialed is a DB whose clients log in. The harness hands the user
+// and password to clients that are not fencecheck's own (--client) in
+// their init message; they never reach the history, reports or logs.
+type Credentialed interface {
+	Credentials() (user, password string)
+}

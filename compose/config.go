@@ -36,6 +36,9 @@ type Spec struct {
 	Storage bool   // a node named "storage"
 	Clients int    // c1..cM
 	Binary  string // host path of a static linux binary copied into every node as /usr/local/bin/check; may be ""
+	// ClientImage, when set, is the image of c1..cM (a user's client
+	// image, derived from Image); "" runs them on Image.
+	ClientImage string
 }
 
 // BinaryPath is where Spec.Binary lands inside every node.
@@ -119,12 +122,16 @@ func ContainerConfigs(spec Spec) []ContainerConfig {
 		labels[LabelNode] = node
 		labels[LabelRole] = roles[i]
 		init := true
+		image := spec.Image
+		if roles[i] == RoleClient && spec.ClientImage != "" {
+			image = spec.ClientImage
+		}
 		out[i] = ContainerConfig{
 			Node: node,
 			Role: roles[i],
 			Name: ContainerName(spec.TestID, node),
 			Config: &container.Config{
-				Image:    spec.Image,
+				Image:    image,
 				Hostname: node,
 				Labels:   labels,
 			},

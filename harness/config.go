@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -69,6 +70,10 @@ type Config struct {
 	// NoNetworkDelay drops the in-process backend's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool
+	// ClientDir is a user's lock client directory (`--client DIR`,
+	// docs/client-protocol.md): its program runs in place of the built-in
+	// agent. Validate loads it.
+	ClientDir string
 	// AgentBinary is the static check binary copied into the containers
 	// (default: FENCECHECK_BINARY, else this executable).
 	AgentBinary string
@@ -80,6 +85,8 @@ type Config struct {
 
 	// mode is Fencing parsed; Validate sets it.
 	mode fenced.Mode
+	// client is ClientDir loaded; Validate sets it.
+	client *clientdir.Client
 
 	// testID labels a Docker run's objects; Run sets it (tests may
 	// choose it).
@@ -167,7 +174,16 @@ func (c *Config) Defaults() {
 		if shared(c.Storage) {
 			storage += "-" + c.Fencing
 		}
-		c.Name = fmt.Sprintf("%s-%s-%s-%s", c.Backend, c.Recipe, storage, strings.Join(c.Nemesis, "+"))
+		recipe := c.Recipe
+		if c.ClientDir != "" {
+			// The client's name, when the manifest can be read; Validate
+			// reports it when it cannot.
+			recipe = "client"
+			if cl, err := clientdir.Load(c.ClientDir); err == nil {
+				recipe = cl.Manifest.Name
+			}
+		}
+		c.Name = fmt.Sprintf("%s-%s-%s-%s", c.Backend, recipe, storage, strings.Join(c.Nemesis, "+"))
 	}
 }
 
@@ -176,6 +192,9 @@ func (c *Config) Validate() error {
 	b, ok := backendInfo(c.Backend)
 	if !ok {
 		return usage("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(names(), ", "))
+	}
+	if err := c.checkClient(); err != nil {
+		return err
 	}
 	if !slices.Contains(b.Recipes, c.Recipe) {
 		return usage("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
@@ -275,6 +294,34 @@ func (c *Config) Validate() error {
 	}
 	return checkName(c.Name)
 }
+
+// checkClient: --client DIR runs a user's program as every client, so
+// only what that program can talk to is accepted: a Docker cluster, and the
+// fenced storage's HTTP API. The directory and its manifest are read here,
+// before anything is created.
+func (c *Config) checkClient() error {
+	if c.ClientDir == "" {
+		c.client = nil
+		return nil
+	}
+	switch {
+	case c.Cluster == "inprocess" || c.Backend == "memory":
+		return usage("client", "the memory backend runs its own in-process lock service, which no outside client can speak to; test your client against a real service: --backend etcd, zookeeper, postgres or redis")
+	case c.Given["recipe"]:
+		return usage("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
+	case c.Storage != registry.DefaultStorage:
+		return usage("storage", "with --client the resource is the fenced storage node (%s), whose HTTP API docs/client-protocol.md documents; storage %s is reached only through fencecheck's own recipes. Drop --storage", registry.DefaultStorage, c.Storage)
+	}
+	cl, err := clientdir.Load(c.ClientDir)
+	if err != nil {
+		return usage("client", "%v", err)
+	}
+	c.client = cl
+	return nil
+}
+
+// Client is the loaded --client directory, or nil.
+func (c *Config) Client() *clientdir.Client { return c.client }
 
 // checkNodes: --nodes applies to the backends with a choice of cluster
 // size; elsewhere the count is fixed (one server, or the recipe's), and a

@@ -7,9 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
@@ -17,6 +21,7 @@ import (
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -29,8 +34,12 @@ type dockerSystem struct {
 	db      backends.DB
 	spec    backends.ClientSpec
 	image   string
-	logf    func(string, ...any)
-	dir     string
+	// clientImage is the --client program's image, or "".
+	clientImage string
+	// trace, when set, sees every protocol line (check client-test).
+	trace func(node string, process int, sent bool, line []byte)
+	logf  func(string, ...any)
+	dir   string
 }
 
 // testID names the cluster's Docker objects: short, unique, valid.
@@ -93,14 +102,22 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 			logf("%s", note)
 		}
 	}
+	clientImage := ""
+	if cfg.client != nil {
+		clientImage, err = compose.EnsureClientImage(ctx, cli, image, cfg.client, progress)
+		if err != nil {
+			return nil, fmt.Errorf("the image of client %s: %w", cfg.client.Manifest.Name, err)
+		}
+		logf("client %s (%s, manifest hash %s): image %s", cfg.client.Manifest.Name, cfg.ClientDir, cfg.client.Hash(), clientImage)
+	}
 	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
 	start := time.Now()
 	cfg.phase("cluster")
-	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin})
+	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage})
 	if err != nil {
 		return nil, err
 	}
-	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, image: image, logf: logf, dir: dir}
+	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, image: image, clientImage: clientImage, logf: logf, dir: dir}
 	var nodes []string
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
@@ -124,40 +141,143 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	return s, nil
 }
 
-// NewClient starts an agent process in the slot's container.
+// NewClient starts an agent process in the slot's container: the
+// built-in `check agent`, or the --client program.
 func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client, error) {
-	spec := s.spec
-	b, err := json.Marshal(spec)
-	if err != nil {
-		return nil, err
-	}
 	node := history.SlotName(slot)
+	process := processOf(ctx, slot)
+	init := s.initFor(node, process)
+	cmd := []string{compose.BinaryPath, "agent"}
+	opts := compose.ExecOptions{}
+	who := fmt.Sprintf("the agent in %s (process %d)", node, process)
+	if cl := s.cfg.client; cl != nil {
+		cmd = cl.Manifest.Command
+		opts.WorkDir = "/client"
+		who = fmt.Sprintf("client %s in %s (process %d)", cl.Manifest.Name, node, process)
+	} else {
+		// The spec goes in on stdin, not argv: it may carry a password.
+		spec := s.spec
+		spec.Process = process
+		b, err := json.Marshal(spec)
+		if err != nil {
+			return nil, err
+		}
+		init.Builtin = b
+	}
 	// No pause until the agent has answered: one frozen half way through
 	// its start would fail the slot.
 	defer s.cluster.HoldOffPause(node)()
-	st, err := s.cluster.ExecStream(context.WithoutCancel(ctx), node, []string{compose.BinaryPath, "agent"})
+	st, err := s.cluster.ExecStreamWith(context.WithoutCancel(ctx), node, cmd, opts)
 	if err != nil {
 		return nil, err
 	}
-	// The spec goes in on stdin, not argv: it may carry a password.
-	if _, err := st.Stdin.Write(append(b, '\n')); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("sending the agent its spec: %w", err)
+	stderr := newTail(4 << 10)
+	stderrDone := make(chan struct{})
+	go func() {
+		s.keepStderr(who, io.TeeReader(st.Stderr, stderr))
+		close(stderrDone)
+	}()
+	// tail waits briefly for the program's last words (a traceback
+	// written as it dies) and returns the end of its stderr.
+	tail := func() string {
+		select {
+		case <-stderrDone:
+		case <-time.After(time.Second):
+		}
+		if t := stderr.String(); t != "" {
+			return "; its stderr ends:\n" + indent(t)
+		}
+		return "; it wrote nothing on stderr"
 	}
-	go s.keepStderr(node, st.Stderr)
 	stop := func() error {
 		st.Stdin.Close()
 		return st.Close()
 	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, agent.ReadyTimeout)
 	defer cancel()
-	return agent.NewRemote(sctx, st.Stdin, st.Stdout, stop)
+	var trace func(bool, []byte)
+	if s.trace != nil {
+		trace = func(sent bool, line []byte) { s.trace(node, process, sent, line) }
+	}
+	r, err := agent.NewTracedRemote(sctx, st.Stdin, st.Stdout, stop, init, trace)
+	if err != nil {
+		return nil, fmt.Errorf("%s did not start: %v%s", who, err, tail())
+	}
+	r.Gone = func(err error) {
+		go func() { s.logf("%s given up: %v%s", who, err, tail()) }()
+	}
+	return r, nil
 }
 
-// keepStderr appends an agent's stderr (a panic, a Go runtime error) to
-// logs/agents.log in the run directory.
-func (s *dockerSystem) keepStderr(node string, r io.Reader) {
+// initFor is the init message of a process in node: everything a client
+// needs, credentials included where the backend has them.
+func (s *dockerSystem) initFor(node string, process int) lockclient.Init {
+	init := lockclient.Init{Process: process, Node: node,
+		Service:    lockclient.Service{Backend: s.cfg.Backend, Endpoints: s.spec.Endpoints, Servers: serversOf(s.spec.Endpoints)},
+		Storage:    lockclient.Storage{URL: s.spec.StorageURL, Fencing: s.cfg.Fencing},
+		LeaseTTLMs: s.cfg.LeaseTTL.Milliseconds()}
+	for k := 0; k < s.cfg.Keys; k++ {
+		init.Keys = append(init.Keys, keyName(k))
+	}
+	if c, ok := s.db.(backends.Credentialed); ok && s.cfg.client != nil {
+		init.Service.User, init.Service.Password = c.Credentials()
+	}
+	return init
+}
+
+// serversOf reads host and port from each endpoint, in whichever form the
+// backend's clients take it (n1:2181, http://n1:2379, postgres://u@n1:5432/db).
+func serversOf(endpoints []string) []lockclient.Server {
+	var out []lockclient.Server
+	for _, e := range endpoints {
+		hostport := e
+		if u, err := url.Parse(e); err == nil && u.Host != "" {
+			hostport = u.Host
+		}
+		host, port, err := net.SplitHostPort(hostport)
+		if err != nil {
+			continue
+		}
+		p, _ := strconv.Atoi(port)
+		out = append(out, lockclient.Server{Node: host, Host: host, Port: p})
+	}
+	return out
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+// tail keeps the last n bytes written to it.
+type tail struct {
+	mu  sync.Mutex
+	n   int
+	buf []byte
+}
+
+func newTail(n int) *tail { return &tail{n: n} }
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.n {
+		t.buf = append([]byte(nil), t.buf[len(t.buf)-t.n:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return strings.ToValidUTF8(string(t.buf), "?")
+}
+
+// keepStderr appends an agent's stderr (a panic, a Go runtime error, a
+// client's logs) to logs/agents.log in the run directory.
+func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 	b, _ := io.ReadAll(io.LimitReader(r, 1<<20))
+	io.Copy(io.Discard, r)
 	if len(b) == 0 {
 		return
 	}
@@ -167,13 +287,16 @@ func (s *dockerSystem) keepStderr(node string, r io.Reader) {
 		return
 	}
 	defer f.Close()
-	fmt.Fprintf(f, "--- agent in %s\n%s\n", node, b)
+	fmt.Fprintf(f, "--- %s\n%s\n", who, b)
 }
 
 func (s *dockerSystem) Freezer() nemesis.Freezer { return containerFreezer{s.cluster} }
 
 func (s *dockerSystem) Info() map[string]string {
 	info := map[string]string{"docker test id": s.cluster.TestID, "image": s.image}
+	if s.clientImage != "" {
+		info["client image"] = s.clientImage
+	}
 	for k, v := range s.db.Info() {
 		info[k] = v
 	}

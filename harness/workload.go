@@ -97,7 +97,7 @@ func (w *worker) retire(ctx context.Context) error {
 	old := w.client
 	go old.Close() // it may hang: the process is gone either way
 	w.process += w.slots
-	c, err := w.sys.NewClient(ctx, w.slot)
+	c, err := w.sys.NewClient(withProcess(ctx, w.process), w.slot)
 	if err != nil {
 		return fmt.Errorf("slot %s: opening a new client: %w", history.SlotName(w.slot), err)
 	}
@@ -177,7 +177,7 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 	next := cfg.Clients
 	errs := make(chan error, cfg.Clients)
 	for slot := 1; slot <= cfg.Clients; slot++ {
-		c, err := sys.NewClient(ctx, slot)
+		c, err := sys.NewClient(withProcess(ctx, slot-1), slot)
 		if err != nil {
 			wg.Wait()
 			if ctx.Err() != nil {
@@ -235,7 +235,7 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 	}
 	for k := 0; k < cfg.Keys && stop.Err() == nil; k++ {
 		ctx, cancel := context.WithTimeout(stop, cfg.OpTimeout+cfg.LeaseTTL)
-		c, err := sys.NewClient(ctx, 1)
+		c, err := sys.NewClient(withProcess(ctx, firstProcess+k), 1)
 		if err != nil {
 			cancel()
 			if stop.Err() != nil {
@@ -273,4 +273,19 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 		cancel()
 	}
 	return read, nil
+}
+
+// processKey carries the history's process id to System.NewClient.
+type processKey struct{}
+
+func withProcess(ctx context.Context, p int) context.Context {
+	return context.WithValue(ctx, processKey{}, p)
+}
+
+// processOf is the process id ctx carries, else the slot's first.
+func processOf(ctx context.Context, slot int) int {
+	if p, ok := ctx.Value(processKey{}).(int); ok {
+		return p
+	}
+	return slot - 1
 }

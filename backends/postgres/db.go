@@ -74,6 +74,9 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 
 func dir(path string) string { return path[:strings.LastIndex(path, "/")] }
 
+// Credentials are the lock server's user and generated password.
+func (d *DB) Credentials() (user, password string) { return User, d.srv.secret }
+
 func (d *DB) Endpoints() []string { return []string{d.srv.url()} }
 
 func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {

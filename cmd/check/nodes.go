@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/agent"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // The commands below run inside the nodes; people rarely type them.
@@ -77,39 +77,36 @@ func newAgentCmd() *cobra.Command {
 		Use:   "agent",
 		Short: "Run one client process, driven by JSON lines on stdin (runs in a client node)",
 		Long: `agent opens one client of a lock service and its storage and executes the ops
-the harness sends on stdin, one JSON object per line, answering each on stdout.
-The harness starts it through docker exec; see harness/agent for the protocol.
-Without --spec the first line of stdin is the spec: that keeps any secret in it
+the harness sends on stdin, one JSON object per line, answering each on stdout:
+the client protocol of docs/client-protocol.md (package lockclient). The harness
+starts it through docker exec. Its recipe and settings come in the init line's
+"builtin" field (a backends.ClientSpec), or --spec; that keeps any secret in them
 (a database password) off the command line, where ps would show it.`,
 		Example: `  docker exec -i fc-<test>-c1 check agent < ops.jsonl   # the harness does this`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			in := bufio.NewReader(os.Stdin)
-			if specJSON == "" {
-				line, err := in.ReadString('\n')
-				if err != nil {
-					return usageErr("no --spec and no spec line on stdin: %v", err)
+			open := func(ctx context.Context, init lockclient.Init) (backends.Client, error) {
+				spec := backends.ClientSpec{Backend: init.Service.Backend, Endpoints: init.Service.Endpoints,
+					StorageURL: init.Storage.URL, Fencing: init.Storage.Fencing,
+					LeaseTTL: time.Duration(init.LeaseTTLMs) * time.Millisecond}
+				raw := []byte(specJSON)
+				if specJSON == "" {
+					raw = init.Builtin
 				}
-				specJSON = line
+				if len(raw) > 0 {
+					if err := json.Unmarshal(raw, &spec); err != nil {
+						return nil, fmt.Errorf("the built-in agent's spec: %w", err)
+					}
+				}
+				return registry.OpenClient(ctx, spec)
 			}
-			var spec backends.ClientSpec
-			if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
-				return usageErr("--spec: %v", err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			c, err := registry.OpenClient(ctx, spec)
-			cancel()
-			if err != nil {
-				return &exitError{harness.ExitFailed, err}
-			}
-			defer c.Close()
-			if err := agent.Serve(in, os.Stdout, c); err != nil {
+			if err := agent.Serve(os.Stdin, os.Stdout, open); err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&specJSON, "spec", "", "the client's spec as JSON (backends.ClientSpec)")
+	cmd.Flags().StringVar(&specJSON, "spec", "", "the client's spec as JSON (backends.ClientSpec), in place of the init line's builtin field")
 	return cmd
 }
 

@@ -101,6 +101,7 @@ at the newest.`,
 	f.StringVar(&cfg.Backend, "backend", "memory", "lock service: "+backendNames())
 	f.StringVar(&cfg.Recipe, "recipe", "", "lock recipe (default: the backend's first; memory: lease)")
 	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node, default), postgres (a row fenced in SQL, any backend, docker only), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
+	f.StringVar(&cfg.ClientDir, "client", "", "run your own lock client: a directory with fencecheck-client.json and your program (docs/client-protocol.md); fenced storage only")
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
 	f.StringVar(&nemesis, "nemesis", "none", "comma list of faults: "+strings.Join(harness.Faults, ", "))
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
@@ -137,6 +138,7 @@ at the newest.`,
 	cmd.AddCommand(newReportCmd())
 	cmd.AddCommand(newServeCmd())
 	cmd.AddCommand(newCompareCmd())
+	cmd.AddCommand(newClientTestCmd())
 	return cmd
 }
 

@@ -1,16 +1,24 @@
-// Package agent runs one client process in its own OS process — `check
-// agent`, inside a client container — and drives it from the harness over
-// the exec stream: JSON lines on stdin and stdout, no port, so a partition
-// never cuts the harness from its agents, and pausing the container freezes
-// the client's work and its lease keepalive together.
+// Package agent runs one client process in its own OS process and drives it
+// from the harness over the exec stream, in the client protocol of
+// docs/client-protocol.md (package lockclient): JSON lines on stdin and
+// stdout, no port, so a partition never cuts the harness from its agents,
+// and pausing the container freezes the client's work and its lease
+// keepalive together.
 //
-// The agent executes ops and reports their outcome with its own readings of
-// when each op was issued and answered (CLOCK_MONOTONIC, which every
-// container on the host shares): the harness checks once per agent that
-// the clock is shared and then records those readings beside its own, so
-// the history's intervals do not include the exec stream's transit. The
-// harness still stamps every event on its own clock and decides what a
-// missing answer means.
+// Serve is the built-in agent (`check agent`): a backends.Client behind
+// lockclient.Serve. Remote is the harness's side, for the built-in agent and
+// for a user's client (`check --client DIR`) alike: it sends init, waits for
+// ready, and turns every answer back into the error a backends.Client
+// returns. Anything a client does outside the protocol — no ready, a
+// refusal, garbage, a line over 64 KiB, silence past the deadline, an exit —
+// is an unknown outcome for the op in flight, and the process is retired;
+// it never guesses that an op failed.
+//
+// The agent reports its own readings of when each op was issued and
+// answered (CLOCK_MONOTONIC, which every container on the host shares): the
+// harness checks once per agent that the clock is shared and then records
+// those readings beside its own. The harness still stamps every event on its
+// own clock and decides what a missing answer means.
 package agent
 
 import (
@@ -20,124 +28,78 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
-// Request is one op for the agent.
-type Request struct {
-	ID      uint64 `json:"id"`
-	F       string `json:"f"`
-	Key     string `json:"key"`
-	Token   uint64 `json:"token,omitempty"`
-	Prev    int64  `json:"prev,omitempty"`
-	Value   int64  `json:"value,omitempty"`
-	Timeout int64  `json:"timeout_ms"`
-	// Stop asks the agent to stop at the op's failpoints: it answers
-	// {"type":"checkpoint","error":NAME} and waits for {"f":"continue"}.
-	Stop bool `json:"stop,omitempty"`
+// Opener opens the built-in agent's backends.Client from the init message.
+type Opener func(ctx context.Context, init lockclient.Init) (backends.Client, error)
+
+// Serve runs the built-in agent on r and w: it opens its client with open
+// when init arrives and executes requests until r ends.
+func Serve(r io.Reader, w io.Writer, open Opener) error {
+	b := &builtin{open: open}
+	defer b.close()
+	return lockclient.Serve(r, w, b)
 }
 
-// Checkpoint is the reply type of an op stopped at a failpoint.
-const Checkpoint history.Type = "checkpoint"
-
-// Continue is the f of the line that lets a stopped op go on.
-const Continue = "continue"
-
-// Reply is the agent's answer.
-type Reply struct {
-	ID    uint64       `json:"id"`
-	Type  history.Type `json:"type"`
-	Token uint64       `json:"token,omitempty"`
-	Value int64        `json:"value,omitempty"`
-	Error string       `json:"error,omitempty"`
-	// Call and Return are the agent's CLOCK_MONOTONIC readings (ns) just
-	// before the op went to the client and just after its answer.
-	Call   int64 `json:"call,omitempty"`
-	Return int64 `json:"return,omitempty"`
+// builtin is a backends.Client as a lockclient.Client.
+type builtin struct {
+	open Opener
+	c    backends.Client
 }
 
-// Clock is the f of a request the agent answers at once with its
-// CLOCK_MONOTONIC reading in value.
-const Clock = "clock"
+func (b *builtin) close() {
+	if b.c != nil {
+		b.c.Close()
+	}
+}
 
-// maxLine bounds a protocol line in both directions.
-const maxLine = 64 << 10
+// errOf carries a backends error's outcome into lockclient's terms.
+func errOf(err error) error {
+	switch typ, text := backends.Outcome(err); typ {
+	case history.OK:
+		return nil
+	case history.Fail:
+		if text == history.ErrFenced {
+			return lockclient.ErrFenced
+		}
+		return lockclient.Fail(err)
+	}
+	return err
+}
 
-// Serve executes requests from r one at a time on c and writes replies to
-// w, until r ends. The first line it writes is {"id":0,"type":"ok"}: the
-// agent is ready.
-func Serve(r io.Reader, w io.Writer, c backends.Client) error {
-	enc := json.NewEncoder(w)
-	if err := enc.Encode(Reply{Type: history.OK}); err != nil {
+func (b *builtin) Open(ctx context.Context, init lockclient.Init) error {
+	c, err := b.open(ctx, init)
+	if err != nil {
 		return err
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 4096), maxLine)
-	for sc.Scan() {
-		var req Request
-		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			return fmt.Errorf("malformed request %q: %w", sc.Text(), err)
-		}
-		if req.F == Clock {
-			now, _ := history.Monotonic()
-			if err := enc.Encode(Reply{ID: req.ID, Type: history.OK, Value: now}); err != nil {
-				return err
-			}
-			continue
-		}
-		var hook func(string)
-		if req.Stop {
-			// At a failpoint: say so, then wait for the harness's
-			// word. The harness freezes this process in between.
-			hook = func(name string) {
-				enc.Encode(Reply{ID: req.ID, Type: Checkpoint, Error: name})
-				if sc.Scan() {
-					var cont Request
-					json.Unmarshal(sc.Bytes(), &cont)
-				}
-			}
-		}
-		if err := enc.Encode(Execute(c, req, hook)); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
+	b.c = c
+	return nil
 }
 
-// Execute runs one request on c; hook, if not nil, is called at the
-// recipe's failpoints.
-func Execute(c backends.Client, req Request, hook func(string)) Reply {
-	timeout := time.Duration(req.Timeout) * time.Millisecond
-	if timeout <= 0 {
-		timeout = time.Minute
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	if hook != nil {
-		ctx = backends.WithFailpoint(ctx, hook)
-	}
-	rep := Reply{ID: req.ID}
-	rep.Call, _ = history.Monotonic()
-	var err error
-	switch req.F {
-	case history.Acquire:
-		rep.Token, err = c.Acquire(ctx, req.Key)
-	case history.Read:
-		rep.Value, err = c.Read(ctx, req.Key, req.Token)
-	case history.Write:
-		err = c.Write(ctx, req.Key, req.Token, req.Prev, req.Value)
-	case history.Release:
-		err = c.Release(ctx, req.Key)
-	default:
-		err = backends.Definitef("unknown f %q", req.F)
-	}
-	rep.Return, _ = history.Monotonic()
-	rep.Type, rep.Error = backends.Outcome(err)
-	return rep
+func (b *builtin) Acquire(ctx context.Context, key string) (uint64, error) {
+	t, err := b.c.Acquire(ctx, key)
+	return t, errOf(err)
+}
+
+func (b *builtin) Read(ctx context.Context, key string, token uint64) (int64, error) {
+	v, err := b.c.Read(ctx, key, token)
+	return v, errOf(err)
+}
+
+func (b *builtin) Write(ctx context.Context, key string, token uint64, prev, value int64, checkpoint func(string)) error {
+	return errOf(b.c.Write(backends.WithFailpoint(ctx, checkpoint), key, token, prev, value))
+}
+
+func (b *builtin) Release(ctx context.Context, key string) error {
+	return errOf(b.c.Release(ctx, key))
 }
 
 // ErrAgentGone is the unknown outcome of an op whose agent died, hung past
@@ -147,17 +109,23 @@ var ErrAgentGone = errors.New("agent gone")
 // Remote is a backends.Client whose ops run in an agent process.
 type Remote struct {
 	in   io.WriteCloser
-	out  *bufio.Scanner
 	stop func() error
+	// Gone, when set before the first op, is told once why the agent was
+	// given up (garbage, a long line, silence, an exit), for the run's log.
+	Gone func(err error)
 
 	mu     sync.Mutex // one op at a time
 	nextID uint64
 	dead   error
 	lines  chan lineOrErr
+	// flooded: the reader stopped the agent for flooding its stdout.
+	flooded atomic.Bool
+	// trace, when set, sees every line sent (true) and received.
+	trace func(sent bool, line []byte)
 	// sharedClock: the agent's monotonic readings are the harness's
 	// (checked at start); last holds the readings of the last op.
 	sharedClock bool
-	last        Reply
+	last        lockclient.Answer
 }
 
 type lineOrErr struct {
@@ -165,62 +133,171 @@ type lineOrErr struct {
 	err  error
 }
 
+// HandshakeError is a client that did not become ready: it refused, spoke
+// another version, answered something else, exited or said nothing.
+type HandshakeError struct {
+	// Refused is the client's own reason when it refused.
+	Refused string
+	Err     error
+}
+
+func (e *HandshakeError) Error() string {
+	if e.Refused != "" {
+		return "it refused: " + e.Refused
+	}
+	return e.Err.Error()
+}
+
+func (e *HandshakeError) Unwrap() error { return e.Err }
+
+// ReadyTimeout is how long an agent has to answer init.
+const ReadyTimeout = lockclient.OpenTimeout
+
 // NewRemote talks to an agent through its stdin and stdout; stop ends it.
-// It waits for the agent's ready line.
-func NewRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error) (*Remote, error) {
-	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, 1)}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 4096), maxLine)
-	r.out = sc
-	go func() {
-		for sc.Scan() {
-			r.lines <- lineOrErr{line: append([]byte(nil), sc.Bytes()...)}
+// It sends init and waits for ready (until ctx ends), then asks for the
+// agent's clock. An error is a *HandshakeError; the agent is stopped.
+func NewRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error, init lockclient.Init) (*Remote, error) {
+	return NewTracedRemote(ctx, stdin, stdout, stop, init, nil)
+}
+
+// NewTracedRemote is NewRemote with trace (may be nil) shown every line
+// sent to the agent (sent true) and received from it, init included.
+func NewTracedRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error, init lockclient.Init,
+	trace func(sent bool, line []byte)) (*Remote, error) {
+	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, maxQueued), trace: trace}
+	go r.readLines(stdout)
+	init.Type, init.Protocol = lockclient.TypeInit, lockclient.Version
+	if _, err := r.send(lockclient.Line(init)); err != nil {
+		stop()
+		return nil, &HandshakeError{Err: fmt.Errorf("sending init: %w (did it exit?)", err)}
+	}
+	fail := func(err error) (*Remote, error) {
+		stop()
+		var h *HandshakeError
+		if !errors.As(err, &h) {
+			h = &HandshakeError{Err: err}
 		}
-		err := sc.Err()
-		if err == nil {
-			err = io.EOF
-		}
-		r.lines <- lineOrErr{err: err}
-		close(r.lines)
-	}()
+		return nil, h
+	}
 	select {
 	case l, ok := <-r.lines:
 		if !ok || l.err != nil {
-			stop()
-			return nil, fmt.Errorf("the agent did not start: %v", l.err)
+			return fail(fmt.Errorf("it never answered ready: %s", lineError(l.err)))
 		}
-		var rep Reply
-		if err := json.Unmarshal(l.line, &rep); err != nil || rep.Type != history.OK {
-			stop()
-			return nil, fmt.Errorf("the agent did not start: it said %q", l.line)
+		var h lockclient.Hello
+		if err := json.Unmarshal(l.line, &h); err != nil {
+			return fail(fmt.Errorf("it answered init with %q, not ready", truncate(l.line)))
+		}
+		switch {
+		case h.Type == lockclient.TypeRefuse:
+			return fail(&HandshakeError{Refused: orText(h.Error, "(no reason given)")})
+		case h.Type != lockclient.TypeReady:
+			return fail(fmt.Errorf("it answered init with %q, not ready", truncate(l.line)))
+		case h.Protocol != lockclient.Version:
+			return fail(fmt.Errorf("it speaks protocol %d; this fencecheck speaks %d", h.Protocol, lockclient.Version))
 		}
 	case <-ctx.Done():
-		stop()
-		return nil, fmt.Errorf("the agent did not start: %w", ctx.Err())
+		return fail(fmt.Errorf("it never answered ready (%w)", ctx.Err()))
 	}
 	shared, err := r.clockIsShared(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("the agent started but did not answer: %w", err)
+		return fail(fmt.Errorf("it answered ready but not the clock request (an unknown op must be answered fail): %w", err))
 	}
 	r.sharedClock = shared
 	return r, nil
 }
 
+func orText(s, dflt string) string {
+	if s == "" {
+		return dflt
+	}
+	return s
+}
+
+// lineError says what went wrong reading the agent's stdout.
+func lineError(err error) string {
+	switch {
+	case err == nil, errors.Is(err, io.EOF):
+		return "it exited (its stdout closed)"
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Sprintf("it wrote a line over %d KiB", lockclient.MaxLine>>10)
+	case errors.Is(err, errFlood):
+		return errFlood.Error()
+	}
+	return err.Error()
+}
+
+// send writes one line to the agent.
+func (r *Remote) send(line []byte) (int, error) {
+	if r.trace != nil {
+		r.trace(true, line)
+	}
+	n, err := r.in.Write(line)
+	if err != nil && r.flooded.Load() {
+		err = errFlood
+	}
+	return n, err
+}
+
+// maxQueued bounds the lines an agent may write that nobody has read yet
+// (answers to ops given up on, or output nobody asked for): past it the
+// agent is flooding its stdout and is stopped, so a chatty program cannot
+// fill the harness's memory between ops.
+const maxQueued = 64
+
+// errFlood is an agent stopped for writing lines nobody asked for.
+var errFlood = fmt.Errorf("it wrote more than %d lines on stdout that answer nothing (logs belong on stderr)", maxQueued)
+
+func (r *Remote) readLines(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 4096), lockclient.MaxLine)
+	var err error
+	for sc.Scan() {
+		if r.trace != nil {
+			r.trace(false, sc.Bytes())
+		}
+		select {
+		case r.lines <- lineOrErr{line: append([]byte(nil), sc.Bytes()...)}:
+			continue
+		default:
+		}
+		err = errFlood
+		r.flooded.Store(true)
+		r.stop()
+		break
+	}
+	if err == nil {
+		err = sc.Err()
+	}
+	if err == nil {
+		err = io.EOF
+	}
+	if r.trace != nil {
+		r.trace(false, []byte(fmt.Sprintf("(%s)", lineError(err))))
+	}
+	r.lines <- lineOrErr{err: err}
+	close(r.lines)
+	if errors.Is(err, bufio.ErrTooLong) || errors.Is(err, errFlood) {
+		// Keep draining so a flooding agent never blocks on its stdout.
+		io.Copy(io.Discard, stdout)
+	}
+}
+
 // clockIsShared asks the agent for its monotonic clock and accepts it only
 // if the reading falls between the harness's own readings before the
 // request and after the answer — true for every container on this host,
-// false for an agent on another kernel (or one that cannot read it), whose
-// readings are then ignored.
+// false for an agent on another kernel (or one that cannot read it, or
+// answers anything but ok), whose readings are then ignored.
 func (r *Remote) clockIsShared(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	before, ok := history.Monotonic()
-	rep, err := r.call(ctx, Request{F: Clock})
+	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpClock})
 	after, _ := history.Monotonic()
 	if err != nil {
 		return false, err
 	}
-	return ok && rep.Type == history.OK && before <= rep.Value && rep.Value <= after, nil
+	return ok && rep.Type == lockclient.TypeOK && before <= rep.Value && rep.Value <= after, nil
 }
 
 // SharedClock reports whether the agent's readings are on the harness's
@@ -234,79 +311,90 @@ func (r *Remote) SharedClock() bool { return r.sharedClock }
 func (r *Remote) LastSpan() (call, ret int64, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.sharedClock || r.last.Call == 0 {
+	if !r.sharedClock || r.last.Call == 0 || r.last.Return < r.last.Call {
 		return 0, 0, false
 	}
 	ret = r.last.Return
-	if r.last.Type == history.Info {
+	if r.last.Type == lockclient.TypeInfo {
 		ret = 0
 	}
 	return r.last.Call, ret, true
 }
 
-// call sends one request and waits for its reply or the deadline. Any
-// failure to get a well-formed reply kills the agent: the op's outcome is
+// call sends one request and waits for its answer or the deadline. Any
+// failure to get a well-formed answer kills the agent: the op's outcome is
 // unknown and the harness retires the process.
-func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
+func (r *Remote) call(ctx context.Context, req lockclient.Request) (lockclient.Answer, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.dead != nil {
-		return Reply{}, backends.Definitef("agent already gone: %v", r.dead)
+		return lockclient.Answer{}, backends.Definitef("agent already gone: %v", r.dead)
 	}
 	r.nextID++
 	req.ID = r.nextID
-	r.last = Reply{}
+	r.last = lockclient.Answer{}
 	if dl, ok := ctx.Deadline(); ok {
 		// The agent gives up a little before the harness does, so an op
 		// that ends at its deadline is answered (often as a definite
 		// failure) rather than lost to the race.
 		left := time.Until(dl)
-		req.Timeout = max((left - min(left/10, 500*time.Millisecond)).Milliseconds(), 1)
+		req.TimeoutMs = max((left - min(left/10, 500*time.Millisecond)).Milliseconds(), 1)
 	}
 	hook := backends.FailpointHook(ctx)
-	req.Stop = hook != nil
-	b, _ := json.Marshal(req)
-	if _, err := r.in.Write(append(b, '\n')); err != nil {
+	req.Stop = hook != nil && req.F == lockclient.OpWrite
+	if _, err := r.send(lockclient.Line(req)); err != nil {
+		err = fmt.Errorf("sending %s: %v (did it exit?)", req.F, err)
 		r.kill(err)
 		// Nothing may have reached the agent, or all of it: unknown.
-		return Reply{}, fmt.Errorf("%w: sending: %v", ErrAgentGone, err)
+		return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, err)
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			r.kill(ctx.Err())
-			return Reply{}, fmt.Errorf("%w: no answer before the op's deadline", ErrAgentGone)
+			err := fmt.Errorf("it did not answer %s (id %d) before the op's deadline", req.F, req.ID)
+			r.kill(err)
+			return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, err)
 		case l, ok := <-r.lines:
 			if !ok || l.err != nil {
-				err := io.EOF
+				var err error
 				if ok {
 					err = l.err
 				}
-				r.kill(err)
-				return Reply{}, fmt.Errorf("%w: %v", ErrAgentGone, err)
+				e := fmt.Errorf("%s during %s (id %d)", lineError(err), req.F, req.ID)
+				r.kill(e)
+				return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
 			}
-			var rep Reply
-			if err := json.Unmarshal(l.line, &rep); err != nil {
-				r.kill(err)
-				return Reply{}, fmt.Errorf("%w: it answered garbage %q", ErrAgentGone, truncate(l.line))
+			var rep lockclient.Answer
+			if err := json.Unmarshal(l.line, &rep); err != nil || rep.Type == "" {
+				e := fmt.Errorf("it answered %s (id %d) with garbage %q", req.F, req.ID, truncate(l.line))
+				r.kill(e)
+				return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
 			}
 			if rep.ID < req.ID {
 				continue // a late answer to an op already given up on
 			}
 			if rep.ID != req.ID {
-				r.kill(errors.New("reply out of order"))
-				return Reply{}, fmt.Errorf("%w: reply %d to request %d", ErrAgentGone, rep.ID, req.ID)
+				e := fmt.Errorf("it answered id %d to request %d", rep.ID, req.ID)
+				r.kill(e)
+				return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
 			}
-			if rep.Type == Checkpoint {
+			if rep.Type == lockclient.TypeCheckpoint {
 				if hook != nil {
-					hook(rep.Error)
+					hook(orText(rep.Name, rep.Error))
 				}
-				cont, _ := json.Marshal(Request{ID: req.ID, F: Continue})
-				if _, err := r.in.Write(append(cont, '\n')); err != nil {
-					r.kill(err)
-					return Reply{}, fmt.Errorf("%w: sending continue: %v", ErrAgentGone, err)
+				if _, err := r.send(lockclient.Line(lockclient.Request{ID: req.ID, F: lockclient.OpContinue})); err != nil {
+					e := fmt.Errorf("sending continue: %v", err)
+					r.kill(e)
+					return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
 				}
 				continue
+			}
+			switch rep.Type {
+			case lockclient.TypeOK, lockclient.TypeFail, lockclient.TypeInfo:
+			default:
+				e := fmt.Errorf("it answered %s (id %d) with type %q (want ok, fail or info)", req.F, req.ID, rep.Type)
+				r.kill(e)
+				return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
 			}
 			r.last = rep
 			return rep, nil
@@ -315,37 +403,39 @@ func (r *Remote) call(ctx context.Context, req Request) (Reply, error) {
 }
 
 func truncate(b []byte) string {
-	if len(b) > 200 {
-		return string(b[:200]) + "…"
+	s := strings.ToValidUTF8(string(b), "?")
+	if len(s) > 200 {
+		return s[:200] + "…"
 	}
-	return string(b)
+	return s
 }
 
 func (r *Remote) kill(err error) {
 	if r.dead == nil {
 		r.dead = err
+		if r.Gone != nil {
+			r.Gone(err)
+		}
 		go r.stop()
 	}
 }
 
-// errorOf turns a reply back into the error the agent's client returned.
-func errorOf(rep Reply) error {
+// errorOf turns an answer back into the error the agent's client returned.
+func errorOf(rep lockclient.Answer) error {
 	switch rep.Type {
-	case history.OK:
+	case lockclient.TypeOK:
 		return nil
-	case history.Fail:
-		if rep.Error == history.ErrFenced {
+	case lockclient.TypeFail:
+		if rep.Error == lockclient.ErrorFenced {
 			return backends.ErrFenced
 		}
-		return backends.Definite(errors.New(rep.Error))
-	case history.Info:
-		return errors.New(rep.Error)
+		return backends.Definite(errors.New(orText(rep.Error, "fail")))
 	}
-	return fmt.Errorf("%w: unknown reply type %q", ErrAgentGone, rep.Type)
+	return errors.New(orText(rep.Error, "info"))
 }
 
 func (r *Remote) Acquire(ctx context.Context, key string) (uint64, error) {
-	rep, err := r.call(ctx, Request{F: history.Acquire, Key: key})
+	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpAcquire, Key: key})
 	if err != nil {
 		return 0, err
 	}
@@ -353,7 +443,7 @@ func (r *Remote) Acquire(ctx context.Context, key string) (uint64, error) {
 }
 
 func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	rep, err := r.call(ctx, Request{F: history.Read, Key: key, Token: token})
+	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpRead, Key: key, Token: token})
 	if err != nil {
 		return 0, err
 	}
@@ -361,7 +451,7 @@ func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, err
 }
 
 func (r *Remote) Write(ctx context.Context, key string, token uint64, prev, value int64) error {
-	rep, err := r.call(ctx, Request{F: history.Write, Key: key, Token: token, Prev: prev, Value: value})
+	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpWrite, Key: key, Token: token, Prev: prev, Value: value})
 	if err != nil {
 		return err
 	}
@@ -369,11 +459,25 @@ func (r *Remote) Write(ctx context.Context, key string, token uint64, prev, valu
 }
 
 func (r *Remote) Release(ctx context.Context, key string) error {
-	rep, err := r.call(ctx, Request{F: history.Release, Key: key})
+	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpRelease, Key: key})
 	if err != nil {
 		return err
 	}
 	return errorOf(rep)
+}
+
+// Call sends one raw request (any f) and returns the answer, for
+// `check client-test`; ctx's deadline is the op's.
+func (r *Remote) Call(ctx context.Context, req lockclient.Request) (lockclient.Answer, error) {
+	return r.call(ctx, req)
+}
+
+// Retired reports whether the agent was given up (or closed): every
+// later op fails definitely without reaching it.
+func (r *Remote) Retired() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dead != nil
 }
 
 // Close ends the agent: its stdin closes and it exits.

@@ -13,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // pipeAgent runs Serve in a goroutine over pipes, as `check agent` runs
@@ -22,10 +23,10 @@ func pipeAgent(t *testing.T, c backends.Client) *Remote {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
-		Serve(inR, outW, c)
+		Serve(inR, outW, func(context.Context, lockclient.Init) (backends.Client, error) { return c, nil })
 		outW.Close()
 	}()
-	r, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil })
+	r, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil }, lockclient.Init{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,8 +72,9 @@ func fakeAgent(t *testing.T, script func(req string, w io.Writer)) *Remote {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
-		io.WriteString(outW, `{"id":0,"type":"ok"}`+"\n")
 		buf := make([]byte, 4096)
+		inR.Read(buf) // init
+		io.WriteString(outW, `{"type":"ready","protocol":1}`+"\n")
 		for {
 			n, err := inR.Read(buf)
 			if err != nil {
@@ -87,7 +89,7 @@ func fakeAgent(t *testing.T, script func(req string, w io.Writer)) *Remote {
 			script(string(buf[:n]), outW)
 		}
 	}()
-	r, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil })
+	r, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil }, lockclient.Init{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,10 +119,11 @@ func TestGarbageHangAndDeathAreUnknown(t *testing.T) {
 }
 
 func TestAgentThatNeverStarts(t *testing.T) {
-	_, outW := io.Pipe()
+	inR, outW := io.Pipe()
 	outR, w := io.Pipe()
 	go func() { io.WriteString(w, "exec: check: not found\n") }()
-	_, err := NewRemote(context.Background(), outW, outR, func() error { return nil })
+	go io.Copy(io.Discard, inR)
+	_, err := NewRemote(context.Background(), outW, outR, func() error { return nil }, lockclient.Init{})
 	if err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Fatalf("got %v", err)
 	}
@@ -135,7 +138,8 @@ func FuzzServe(f *testing.F) {
 		svc := memory.NewService(time.Second)
 		c := memory.NewClient(svc, fenced.NewStore(fenced.All), time.Second, nil)
 		defer c.Close()
-		Serve(strings.NewReader(line+"\n"), io.Discard, c)
+		Serve(strings.NewReader(`{"type":"init","protocol":1}`+"\n"+line+"\n"), io.Discard,
+			func(context.Context, lockclient.Init) (backends.Client, error) { return c, nil })
 	})
 }
 
@@ -163,8 +167,9 @@ func TestRemoteReportsTheAgentsSpan(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
-		io.WriteString(outW, `{"id":0,"type":"ok"}`+"\n")
 		buf := make([]byte, 4096)
+		inR.Read(buf) // init
+		io.WriteString(outW, `{"type":"ready","protocol":1}`+"\n")
 		for id := 1; ; id++ {
 			if _, err := inR.Read(buf); err != nil {
 				outW.Close()
@@ -173,7 +178,7 @@ func TestRemoteReportsTheAgentsSpan(t *testing.T) {
 			fmt.Fprintf(outW, `{"id":%d,"type":"ok","value":7,"call":5,"return":6}`+"\n", id)
 		}
 	}()
-	other, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil })
+	other, err := NewRemote(context.Background(), inW, outR, func() error { inR.Close(); outW.Close(); return nil }, lockclient.Init{})
 	if err != nil {
 		t.Fatal(err)
 	}
