@@ -36,8 +36,10 @@ type dockerSystem struct {
 	image   string
 	// clientImage is the --client program's image, or "".
 	clientImage string
-	logf        func(string, ...any)
-	dir         string
+	// trace, when set, sees every protocol line (check client-test).
+	trace func(node string, process int, sent bool, line []byte)
+	logf  func(string, ...any)
+	dir   string
 }
 
 // testID names the cluster's Docker objects: short, unique, valid.
@@ -193,7 +195,11 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 	}
 	sctx, cancel := context.WithTimeout(ctx, agent.ReadyTimeout)
 	defer cancel()
-	r, err := agent.NewRemote(sctx, st.Stdin, st.Stdout, stop, init)
+	var trace func(bool, []byte)
+	if s.trace != nil {
+		trace = func(sent bool, line []byte) { s.trace(node, process, sent, line) }
+	}
+	r, err := agent.NewTracedRemote(sctx, st.Stdin, st.Stdout, stop, init, trace)
 	if err != nil {
 		return nil, fmt.Errorf("%s did not start: %v%s", who, err, tail())
 	}

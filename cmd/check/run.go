@@ -138,6 +138,7 @@ at the newest.`,
 	cmd.AddCommand(newReportCmd())
 	cmd.AddCommand(newServeCmd())
 	cmd.AddCommand(newCompareCmd())
+	cmd.AddCommand(newClientTestCmd())
 	return cmd
 }
 

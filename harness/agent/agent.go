@@ -117,6 +117,8 @@ type Remote struct {
 	nextID uint64
 	dead   error
 	lines  chan lineOrErr
+	// trace, when set, sees every line sent (true) and received.
+	trace func(sent bool, line []byte)
 	// sharedClock: the agent's monotonic readings are the harness's
 	// (checked at start); last holds the readings of the last op.
 	sharedClock bool
@@ -152,10 +154,17 @@ const ReadyTimeout = lockclient.OpenTimeout
 // It sends init and waits for ready (until ctx ends), then asks for the
 // agent's clock. An error is a *HandshakeError; the agent is stopped.
 func NewRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error, init lockclient.Init) (*Remote, error) {
-	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, 1)}
+	return NewTracedRemote(ctx, stdin, stdout, stop, init, nil)
+}
+
+// NewTracedRemote is NewRemote with trace (may be nil) shown every line
+// sent to the agent (sent true) and received from it, init included.
+func NewTracedRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader, stop func() error, init lockclient.Init,
+	trace func(sent bool, line []byte)) (*Remote, error) {
+	r := &Remote{in: stdin, stop: stop, lines: make(chan lineOrErr, 1), trace: trace}
 	go r.readLines(stdout)
 	init.Type, init.Protocol = lockclient.TypeInit, lockclient.Version
-	if _, err := stdin.Write(lockclient.Line(init)); err != nil {
+	if _, err := r.send(lockclient.Line(init)); err != nil {
 		stop()
 		return nil, &HandshakeError{Err: fmt.Errorf("sending init: %w (did it exit?)", err)}
 	}
@@ -213,15 +222,29 @@ func lineError(err error) string {
 	return err.Error()
 }
 
+// send writes one line to the agent.
+func (r *Remote) send(line []byte) (int, error) {
+	if r.trace != nil {
+		r.trace(true, line)
+	}
+	return r.in.Write(line)
+}
+
 func (r *Remote) readLines(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 4096), lockclient.MaxLine)
 	for sc.Scan() {
+		if r.trace != nil {
+			r.trace(false, sc.Bytes())
+		}
 		r.lines <- lineOrErr{line: append([]byte(nil), sc.Bytes()...)}
 	}
 	err := sc.Err()
 	if err == nil {
 		err = io.EOF
+	}
+	if r.trace != nil {
+		r.trace(false, []byte(fmt.Sprintf("(%s)", lineError(err))))
 	}
 	r.lines <- lineOrErr{err: err}
 	close(r.lines)
@@ -290,7 +313,7 @@ func (r *Remote) call(ctx context.Context, req lockclient.Request) (lockclient.A
 	}
 	hook := backends.FailpointHook(ctx)
 	req.Stop = hook != nil && req.F == lockclient.OpWrite
-	if _, err := r.in.Write(lockclient.Line(req)); err != nil {
+	if _, err := r.send(lockclient.Line(req)); err != nil {
 		err = fmt.Errorf("sending %s: %v (did it exit?)", req.F, err)
 		r.kill(err)
 		// Nothing may have reached the agent, or all of it: unknown.
@@ -330,7 +353,7 @@ func (r *Remote) call(ctx context.Context, req lockclient.Request) (lockclient.A
 				if hook != nil {
 					hook(orText(rep.Name, rep.Error))
 				}
-				if _, err := r.in.Write(lockclient.Line(lockclient.Request{ID: req.ID, F: lockclient.OpContinue})); err != nil {
+				if _, err := r.send(lockclient.Line(lockclient.Request{ID: req.ID, F: lockclient.OpContinue})); err != nil {
 					e := fmt.Errorf("sending continue: %v", err)
 					r.kill(e)
 					return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
@@ -418,6 +441,14 @@ func (r *Remote) Release(ctx context.Context, key string) error {
 // `check client-test`; ctx's deadline is the op's.
 func (r *Remote) Call(ctx context.Context, req lockclient.Request) (lockclient.Answer, error) {
 	return r.call(ctx, req)
+}
+
+// Retired reports whether the agent was given up (or closed): every
+// later op fails definitely without reaching it.
+func (r *Remote) Retired() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dead != nil
 }
 
 // Close ends the agent: its stdin closes and it exits.

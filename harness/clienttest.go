@@ -1,0 +1,296 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/harness/agent"
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
+)
+
+// ClientTest is `check client-test`: it starts a small real cluster of
+// cfg.Backend with two client containers and drives cfg.ClientDir's
+// program through the protocol — the ready handshake, each op, the
+// checkpoint of a stopped write, a second process on the same key (kept
+// out while the first holds it, an acquire whose deadline passes, let in
+// after the release), an unknown op. It prints one line per check to out:
+// passed, or what was expected and the lines exchanged. It returns how
+// many checks failed; an error means the test could not be carried out.
+func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err error) {
+	cfg.Nemesis = []string{"none"}
+	cfg.Clients, cfg.Keys = 2, 1
+	cfg.Cluster, cfg.Fencing = "docker", "all"
+	cfg.TimeLimit, cfg.NemesisInterval, cfg.CheckTimeout = 30*time.Second, 2*time.Second, time.Minute
+	if cfg.LeaseTTL == 0 {
+		cfg.LeaseTTL = 2 * time.Second
+	}
+	if cfg.Store == "" {
+		cfg.Store = "store" // checked, never written
+	}
+	cfg.Defaults()
+	if cfg.Name == "" || strings.HasPrefix(cfg.Name, cfg.Backend) {
+		cfg.Name = "client-test"
+	}
+	if err := cfg.Validate(); err != nil {
+		return 0, err
+	}
+	dir, err := os.MkdirTemp("", "fencecheck-client-test-")
+	if err != nil {
+		return 0, err
+	}
+	cfg.testID = "ct-" + testID(&cfg, time.Now())
+	logf := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
+	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", cfg.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
+	sys, err := openDocker(ctx, &cfg, dir, logf, out)
+	if err != nil {
+		os.RemoveAll(dir)
+		return 0, err
+	}
+	t := &clientTest{out: out, ttl: cfg.LeaseTTL}
+	sys.trace = t.record
+	defer func() {
+		sys.Close(context.Background())
+		if failed == 0 {
+			os.RemoveAll(dir)
+		} else {
+			fmt.Fprintf(out, "the client's stderr and the servers' logs are in %s/logs\n", dir)
+		}
+	}()
+	t.run(ctx, sys)
+	fmt.Fprintf(out, "%d of %d checks passed\n", t.checks-t.failed, t.checks)
+	return t.failed, nil
+}
+
+type clientTest struct {
+	out    io.Writer
+	ttl    time.Duration
+	checks int
+	failed int
+
+	mu    sync.Mutex
+	lines []string
+}
+
+var passwordField = regexp.MustCompile(`"password":"[^"]*"`)
+
+func (t *clientTest) record(node string, process int, sent bool, line []byte) {
+	dir := "→" // from the client
+	if sent {
+		dir = "←"
+	}
+	text := passwordField.ReplaceAllString(truncateLine(strings.TrimRight(string(line), "\n")), `"password":"…"`)
+	t.mu.Lock()
+	t.lines = append(t.lines, fmt.Sprintf("%s %s (process %d) %s", dir, node, process, text))
+	t.mu.Unlock()
+}
+
+func truncateLine(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) > 300 {
+		return s[:300] + "…"
+	}
+	return s
+}
+
+// check runs one named check; f returns "" when it passed, else what was
+// expected and what happened.
+func (t *clientTest) check(name string, f func() string) bool {
+	t.mu.Lock()
+	t.lines = nil
+	t.mu.Unlock()
+	t.checks++
+	problem := f()
+	if problem == "" {
+		fmt.Fprintf(t.out, "passed  %s\n", name)
+		return true
+	}
+	t.failed++
+	fmt.Fprintf(t.out, "FAILED  %s: %s\n", name, problem)
+	t.mu.Lock()
+	for _, l := range t.lines {
+		fmt.Fprintf(t.out, "          %s\n", l)
+	}
+	t.mu.Unlock()
+	return false
+}
+
+// outcome describes an op's result for a message.
+func outcome(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	typ, text := backends.Outcome(err)
+	return fmt.Sprintf("%s %q", typ, text)
+}
+
+func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
+	opCtx := func(d time.Duration) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, d) }
+	long := 10 * time.Second
+	var first, second *agent.Remote
+	open := func(slot, process int) (*agent.Remote, string) {
+		c, err := sys.NewClient(withProcess(ctx, process), slot)
+		if err != nil {
+			return nil, err.Error()
+		}
+		return c.(*agent.Remote), ""
+	}
+	defer func() {
+		for _, r := range []*agent.Remote{first, second} {
+			if r != nil {
+				r.Close()
+			}
+		}
+	}()
+	if !t.check("ready: the client answers init with ready", func() (p string) {
+		first, p = open(1, 0)
+		return p
+	}) {
+		return
+	}
+	if first.SharedClock() {
+		fmt.Fprintln(t.out, "        (it answers clock: its CLOCK_MONOTONIC readings are used)")
+	} else {
+		fmt.Fprintln(t.out, "        (it does not answer clock with the shared clock: its readings are not used; that is allowed)")
+	}
+	var token uint64
+	const key = "k0"
+	held := t.check("acquire: ok, with a token (0 if the recipe has none)", func() string {
+		c, cancel := opCtx(long)
+		defer cancel()
+		tok, err := first.Acquire(c, key)
+		if err != nil {
+			return "want ok, got " + outcome(err)
+		}
+		token = tok
+		return ""
+	})
+	var value int64
+	t.check("read: ok, with the storage's value", func() string {
+		if !held {
+			return "skipped: no lock"
+		}
+		c, cancel := opCtx(long)
+		defer cancel()
+		v, err := first.Read(c, key, token)
+		if err != nil {
+			return "want ok, got " + outcome(err)
+		}
+		value = v
+		return ""
+	})
+	t.check(`write with "stop": the checkpoint "write-checked", then ok after continue`, func() string {
+		if !held {
+			return "skipped: no lock"
+		}
+		var names []string
+		c, cancel := opCtx(long)
+		defer cancel()
+		c = backends.WithFailpoint(c, func(name string) { names = append(names, name) })
+		err := first.Write(c, key, token, value, value+1)
+		switch {
+		case err != nil:
+			return "want ok, got " + outcome(err)
+		case len(names) != 1 || names[0] != lockclient.FailpointWriteChecked:
+			return fmt.Sprintf(`want one {"type":"checkpoint","name":"write-checked"} before the answer, got %q`, names)
+		}
+		return ""
+	})
+	t.check("read after the write: the value written", func() string {
+		if !held {
+			return "skipped: no lock"
+		}
+		c, cancel := opCtx(long)
+		defer cancel()
+		v, err := first.Read(c, key, token)
+		if err != nil || v != value+1 {
+			return fmt.Sprintf("want ok with value %d, got %s value %d", value+1, outcome(err), v)
+		}
+		return ""
+	})
+	t.check("unknown op: answered fail", func() string {
+		c, cancel := opCtx(long)
+		defer cancel()
+		ans, err := first.Call(c, lockclient.Request{F: "cas", Key: key})
+		if err != nil {
+			return "want fail, got " + outcome(err)
+		}
+		if ans.Type != lockclient.TypeFail {
+			return "want fail, got " + ans.Type
+		}
+		return ""
+	})
+	if !t.check("a second process starts (ready) in the other container", func() (p string) {
+		second, p = open(2, 1)
+		return p
+	}) {
+		return
+	}
+	t.check("deadline: the second process's acquire while the first holds the lock answers fail or info within its timeout, never ok", func() string {
+		if !held {
+			return "skipped: the first process holds no lock"
+		}
+		d := 1500 * time.Millisecond
+		c, cancel := opCtx(d)
+		defer cancel()
+		start := time.Now()
+		_, err := second.Acquire(c, key)
+		switch {
+		case err == nil:
+			return "it answered ok: two processes hold the lock at once"
+		case errors.Is(err, agent.ErrAgentGone):
+			return fmt.Sprintf("want fail or info before the op's deadline (timeout_ms, here about %s), got no answer in %s: %v",
+				d-d/10, time.Since(start).Round(time.Millisecond), err)
+		}
+		if typ, _ := backends.Outcome(err); typ == history.Info {
+			second.Close() // unknown: retired, as a run retires it
+		}
+		return ""
+	})
+	t.check("release: ok", func() string {
+		if !held {
+			return "skipped: no lock"
+		}
+		c, cancel := opCtx(long)
+		defer cancel()
+		if err := first.Release(c, key); err != nil {
+			return "want ok, got " + outcome(err)
+		}
+		return ""
+	})
+	t.check("after the release the second process gets the lock", func() string {
+		c, cancel := opCtx(long)
+		defer cancel()
+		r := second
+		if r.Retired() {
+			// The deadline check retired it (an info answer): a new
+			// process takes its place, as in a run.
+			var p string
+			if r, p = open(2, 3); p != "" {
+				return p
+			}
+			second = r
+		}
+		tok, err := r.Acquire(c, key)
+		if err != nil {
+			return "want ok, got " + outcome(err)
+		}
+		if token > 0 && tok <= token {
+			return fmt.Sprintf("the fencing token went from %d to %d: a later holder's token must be higher", token, tok)
+		}
+		rc, cancel2 := opCtx(long)
+		defer cancel2()
+		if err := r.Release(rc, key); err != nil {
+			return "its release: want ok, got " + outcome(err)
+		}
+		return ""
+	})
+}
