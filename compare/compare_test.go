@@ -511,3 +511,29 @@ func TestCompareInterruptedRunIsUnknownInItsCell(t *testing.T) {
 		t.Errorf("exit code %d, want %d", ExitCode(c), harness.ExitFailed)
 	}
 }
+
+// --client rows are named after the client and run on the fenced
+// storage; a bare DIR needs --backends, which then adds no built-in rows.
+func TestExpandClients(t *testing.T) {
+	dir := "../examples/clients/redislock"
+	m, err := Expand(Spec{Clients: []string{"redis:" + dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 2 || m.Rows[0].Recipe != "redislock (client)" || m.Rows[0].Client != dir || m.Rows[1].Fencing != "all" {
+		t.Fatalf("rows %+v", m.Rows)
+	}
+	if cfg := m.Config(m.Rows[0], "pause-holder", 0, "s"); cfg.ClientDir != dir || cfg.Recipe != "" {
+		t.Errorf("config %+v", cfg)
+	}
+	m, err = Expand(Spec{Clients: []string{dir}, Backends: []string{"redis"}})
+	if err != nil || len(m.Rows) != 2 {
+		t.Fatalf("bare dir with --backends: %v %+v", err, m)
+	}
+	if _, err := Expand(Spec{Clients: []string{dir}}); err == nil || !strings.Contains(err.Error(), "BACKEND:DIR") {
+		t.Errorf("bare dir without --backends: %v", err)
+	}
+	if _, err := Expand(Spec{Clients: []string{"redis:/nonexistent"}}); err == nil || !strings.Contains(err.Error(), "no such directory") {
+		t.Errorf("missing dir: %v", err)
+	}
+}

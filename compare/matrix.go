@@ -23,6 +23,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/harness"
 )
 
@@ -48,6 +49,11 @@ type Spec struct {
 	// Base holds the rest of every run's Config (clients, lease, ...);
 	// zero fields take DefaultBase's.
 	Base harness.Config
+	// Clients are user clients (--client, docs/client-protocol.md), each
+	// BACKEND:DIR, or DIR to run against every backend of Backends (and
+	// then Backends names no built-in rows). Each is a row group named
+	// after the client; with clients and no Backends, no built-in rows.
+	Clients []string
 	// FullTime runs every cell for its whole time limit; otherwise a run
 	// ends its workload at its first violation (StopOnViolation).
 	FullTime bool
@@ -86,9 +92,11 @@ func DefaultBackends() []string {
 	return out
 }
 
-// Row is one row of the matrix.
+// Row is one row of the matrix. A user client's row has its directory in
+// Client and its name, marked as a client's, in Recipe.
 type Row struct {
 	Backend, Recipe, Storage, Fencing, Cluster string
+	Client                                     string
 }
 
 func (r Row) String() string {
@@ -128,6 +136,9 @@ func (m *Matrix) Applicable(r Row, fault string) string {
 func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Config {
 	cfg := m.Base
 	cfg.Backend, cfg.Recipe, cfg.Storage, cfg.Fencing, cfg.Cluster = r.Backend, r.Recipe, r.Storage, r.Fencing, r.Cluster
+	if cfg.ClientDir = r.Client; r.Client != "" {
+		cfg.Recipe = "" // the backend's default sets up its servers; the client is the recipe
+	}
 	cfg.Nemesis = []string{fault}
 	cfg.TimeLimit = m.TimeLimit
 	cfg.Seed = m.Seed + int64(run)
@@ -273,6 +284,19 @@ func Expand(spec Spec) (*Matrix, error) {
 	}
 
 	seen := map[Row]bool{}
+	clientRows, builtin, err := expandClients(spec, fencing)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range clientRows {
+		if !seen[r] {
+			seen[r] = true
+			m.Rows = append(m.Rows, r)
+		}
+	}
+	if !builtin {
+		backends = nil
+	}
 	for _, sel := range backends {
 		name, recipe, one := strings.Cut(sel, ":")
 		be, ok := backendInfo(name)
@@ -374,3 +398,41 @@ func names() []string {
 // shared reports whether storage s works with every backend (the fenced
 // node), rather than being a backend's own.
 func shared(s string) bool { return slices.Contains(registry.SharedStorages(), s) }
+
+// expandClients makes the rows of spec.Clients (fenced storage, each
+// fencing mode) and says whether the built-in rows of --backends run too.
+func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
+	if len(spec.Clients) == 0 {
+		return nil, true, nil
+	}
+	builtin := len(spec.Backends) > 0
+	var rows []Row
+	for _, sel := range spec.Clients {
+		dir, backends := sel, spec.Backends
+		if name, rest, ok := strings.Cut(sel, ":"); ok {
+			if _, known := backendInfo(name); known {
+				dir, backends = rest, []string{name}
+			}
+		}
+		if dir == sel && len(spec.Backends) == 0 {
+			return nil, false, usage("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
+		}
+		if dir == sel {
+			builtin = false // --backends names this client's services
+		}
+		cl, err := clientdir.Load(dir)
+		if err != nil {
+			return nil, false, usage("client", "%v", err)
+		}
+		for _, be := range backends {
+			if strings.Contains(be, ":") {
+				return nil, false, usage("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
+			}
+			for _, f := range fencing {
+				rows = append(rows, Row{Backend: be, Recipe: cl.Manifest.Name + " (client)", Storage: registry.DefaultStorage,
+					Fencing: f, Cluster: "docker", Client: dir})
+			}
+		}
+	}
+	return rows, builtin, nil
+}

@@ -332,8 +332,12 @@ func sysInfo(sys System, cfg *Config) map[string]string {
 
 // params lists everything needed to rerun the test, in a stable order.
 func params(cfg *Config, info map[string]string) []reports.Param {
+	recipe := cfg.Recipe
+	if cfg.client != nil {
+		recipe = cfg.client.Manifest.Name + " (client)"
+	}
 	p := []reports.Param{
-		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: cfg.Recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
+		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
 		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
 		{Name: "cluster", Value: cfg.Cluster}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},

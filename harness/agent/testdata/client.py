@@ -3,7 +3,7 @@
 # use. MODE (argv[1]) picks how it behaves: ok speaks the protocol (one
 # lock held in this process, a register in memory); the others misbehave
 # in one named way.
-import json, sys, time
+import json, random, sys, time
 
 mode = sys.argv[1] if len(sys.argv) > 1 else "ok"
 
@@ -30,7 +30,13 @@ value, held = 0, None
 for line in sys.stdin:
     req = json.loads(line)
     i, f = req["id"], req["f"]
-    if f == "acquire" and mode in ("flood", "garbage", "crash", "hang"):
+    if mode == "flaky" and f == "acquire":
+        # Now and then, one of the ways a client goes wrong.
+        mode_now = random.choice(["flood", "garbage", "crash", "hang"] + ["ok"] * 16)
+    else:
+        mode_now = mode
+    if f == "acquire" and mode_now in ("flood", "garbage", "crash", "hang"):
+        mode = mode_now
         if mode == "flood":
             sys.stdout.write("x" * (70 << 10) + "\n")
         elif mode == "garbage":
