@@ -43,7 +43,7 @@ func Connect(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	transport := &http.Transport{ResponseHeaderTimeout: bound}
+	transport := &http.Transport{ResponseHeaderTimeout: bound, TLSHandshakeTimeout: bound}
 	// client.FromEnv would replace this transport (and so the bound) when
 	// DOCKER_CERT_PATH is set: TLS is set up here instead.
 	if dir := os.Getenv(client.EnvOverrideCertPath); dir != "" {
