@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -16,8 +17,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
 // DOCKER_HOST=tcp:// with DOCKER_CERT_PATH and DOCKER_TLS_VERIFY: the
@@ -145,4 +149,101 @@ func pool(certs ...*x509.Certificate) *x509.CertPool {
 		p.AddCert(c)
 	}
 	return p
+}
+
+// The real engine behind TLS: a TLS listener on 127.0.0.1 that demands a
+// client certificate and carries each connection to this machine's
+// engine. Through DOCKER_HOST=tcp:// with DOCKER_CERT_PATH and
+// DOCKER_TLS_VERIFY, a node comes up, runs a command, streams stdin to a
+// command and back (the hijacked connection is TLS too) and is removed.
+func TestDockerTCPEngineWithTLS(t *testing.T) {
+	local := dockertest.Engine(t, Connect)
+	tag := nodeImage(t, local)
+	dir := t.TempDir()
+	caCert, caKey := newCert(t, dir, "ca", nil, nil)
+	newCert(t, dir, "cert", caCert, caKey)
+	srvCert, srvKey := newCert(t, dir, "server", caCert, caKey)
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{srvCert.Raw}, PrivateKey: srvKey}},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    pool(caCert),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var conns atomic.Int64
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if err := c.(*tls.Conn).Handshake(); err != nil {
+					return
+				}
+				up, err := local.Dialer()(context.Background())
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				conns.Add(1)
+				done := make(chan struct{})
+				go func() {
+					io.Copy(up, c)
+					if cw, ok := up.(interface{ CloseWrite() error }); ok {
+						cw.CloseWrite()
+					}
+					close(done)
+				}()
+				io.Copy(c, up)
+				c.(*tls.Conn).CloseWrite()
+				<-done
+			}()
+		}
+	}()
+
+	t.Setenv("DOCKER_HOST", "tcp://"+l.Addr().String())
+	t.Setenv("DOCKER_CERT_PATH", dir)
+	t.Setenv("DOCKER_TLS_VERIFY", "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	id := randomTestID(t)
+	t.Cleanup(func() { DownAll(context.Background(), local, id) })
+	c, err := Up(ctx, cli, Spec{TestID: id, Image: tag, Servers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Exec(ctx, "n1", []string{"sh", "-c", "echo hello from $(hostname)"})
+	if err != nil || strings.TrimSpace(res.Stdout) != "hello from n1" {
+		t.Errorf("exec over TLS: %+v, %v", res, err)
+	}
+	st, err := c.ExecStream(ctx, "n1", []string{"cat"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(st.Stdin, "through TLS\n")
+	st.Stdin.Close()
+	got, _ := io.ReadAll(st.Stdout)
+	st.Close()
+	if string(got) != "through TLS\n" {
+		t.Errorf("the stream carried %q", got)
+	}
+	if err := c.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := List(ctx, local, id); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if conns.Load() == 0 {
+		t.Error("nothing went through the TLS listener")
+	}
+	t.Logf("%d connections through TLS", conns.Load())
 }
