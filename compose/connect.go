@@ -8,22 +8,32 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/client"
+	"github.com/docker/go-connections/tlsconfig"
 )
 
-// Connect opens a client for the Docker daemon named by the environment
-// (DOCKER_HOST and friends, else the local socket), checks that the daemon
+// Connect opens a client for the Docker engine named by the environment
+// (DOCKER_HOST and friends, else the local socket), checks that the engine
 // answers and settles the API version with it (Debian's engine 20.10 speaks
 // API 1.41).
 //
-// Every request but an exec's attached stream must get the daemon's answer
-// (its headers) within responseTimeout, so a daemon that accepts
-// connections but never answers fails the run in bounded time instead of
-// hanging it. The longest legitimate waits are a container stop (its
-// grace period) and an image import, well under it.
+// DOCKER_HOST may name a remote engine: tcp://host:2376 (with TLS from
+// DOCKER_CERT_PATH, verified when DOCKER_TLS_VERIFY is set) or
+// ssh://[user@]host[:port], reached as the docker command line reaches it,
+// through `ssh host docker system dial-stdio` (see sshEngine; ssh's own
+// options come from FENCECHECK_SSH_OPTS). Everything fencecheck does to
+// containers goes through this client, so a run on a remote engine needs
+// nothing else.
+//
+// Every request but an exec's attached stream must get the engine's answer
+// (its headers) within responseTimeout, so an engine that accepts
+// connections but never answers — or an ssh that hangs — fails the run in
+// bounded time instead of hanging it. The longest legitimate waits are a
+// container stop (its grace period) and an image import, well under it.
 //
 // FENCECHECK_DOCKER_TIMEOUT (a Go duration, 1s to 1h) changes that bound:
 // longer for a daemon known to be slow, shorter for a test that wants a
@@ -33,15 +43,57 @@ func Connect(ctx context.Context) (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	httpClient := &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: bound}}
-	cli, err := client.NewClientWithOpts(client.WithHTTPClient(httpClient), client.WithHost(client.DefaultDockerHost),
-		client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		return nil, fmt.Errorf("docker client: %w", err)
+	transport := &http.Transport{ResponseHeaderTimeout: bound, TLSHandshakeTimeout: bound}
+	// client.FromEnv would replace this transport (and so the bound) when
+	// DOCKER_CERT_PATH is set: TLS is set up here instead.
+	if dir := os.Getenv(client.EnvOverrideCertPath); dir != "" {
+		tlsc, err := tlsconfig.Client(tlsconfig.Options{
+			CAFile:             filepath.Join(dir, "ca.pem"),
+			CertFile:           filepath.Join(dir, "cert.pem"),
+			KeyFile:            filepath.Join(dir, "key.pem"),
+			InsecureSkipVerify: os.Getenv(client.EnvTLSVerify) == "",
+		})
+		if err != nil {
+			return nil, fmt.Errorf("DOCKER_CERT_PATH=%s: %w (it must hold ca.pem, cert.pem and key.pem)", dir, err)
+		}
+		transport.TLSClientConfig = tlsc
 	}
-	ping, err := cli.Ping(ctx)
+	host := client.DefaultDockerHost
+	if h := os.Getenv(client.EnvOverrideHost); h != "" {
+		host = h
+	}
+	var ssh *sshEngine
+	if strings.HasPrefix(host, "ssh://") {
+		if ssh, err = newSSHEngine(host, sshOpts(), bound); err != nil {
+			return nil, err
+		}
+	}
+	cli, err := client.NewClientWithOpts(client.WithHTTPClient(&http.Client{Transport: transport}),
+		client.WithHost(host), client.WithVersionFromEnv(), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client for DOCKER_HOST=%s: %w", host, err)
+	}
+	if ssh != nil {
+		// Every connection, the attached streams of execs too, is an ssh
+		// process; no proxy stands between.
+		transport.DialContext = ssh.dial
+		transport.Proxy = nil
+		transport.DisableCompression = true
+	}
+	pingCtx := ctx
+	if ssh != nil {
+		// Ping asks twice (HEAD, then GET) when the first goes unanswered:
+		// one bound for both.
+		var cancel context.CancelFunc
+		pingCtx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	ping, err := cli.Ping(pingCtx)
 	if err != nil {
 		cli.Close()
+		if ssh != nil && ctx.Err() == nil {
+			return nil, ssh.unreachable(err)
+		}
 		return nil, daemonError(cli.DaemonHost(), err)
 	}
 	cli.NegotiateAPIVersionPing(ping)
@@ -108,6 +160,10 @@ func daemonError(host string, err error) error {
 	switch {
 	case err == nil:
 		return nil
+	case errors.As(err, new(*sshError)):
+		var se *sshError
+		errors.As(err, &se)
+		return se
 	case errors.Is(err, context.Canceled):
 		// The caller gave up (an interrupt), not the daemon.
 		return fmt.Errorf("cancelled while talking to the Docker daemon at %s: %w", host, err)

@@ -3,7 +3,12 @@
 // servers n1..nN, an optional "storage" node and the clients c1..cM.
 //
 // It talks to the Docker Engine through the Go SDK only and never runs the
-// docker command line. It knows nothing of locks, servers or faults: it
+// docker command line here. The engine may be remote (Connect: ssh:// or
+// tcp:// with TLS): everything, the image build included, goes through the
+// API, and nothing may assume the engine is local — no socket path, no
+// /var/lib/docker, no dialling a container's address. For ssh:// the
+// connection itself is `ssh host docker system dial-stdio`, the docker
+// command running on the remote host as the transport. It knows nothing of locks, servers or faults: it
 // creates containers that run `sleep infinity`, and other packages start the
 // servers in them with Exec. It must never pull an image from a registry, and
 // every object it creates carries the labels fencecheck=1 and

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/client"
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
@@ -71,6 +72,27 @@ func agentBinary(cfg *Config) (string, error) {
 	return path, nil
 }
 
+// agentMatchesEngine refuses an agent binary built for another
+// architecture than the engine's (a remote engine may differ from this
+// host), before anything is created.
+func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) error {
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		return fmt.Errorf("asking the Docker engine at %s for its architecture: %w", cli.DaemonHost(), err)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[ver.Arch]
+	if want != 0 && f.Machine != want {
+		return fmt.Errorf("%s is built for %s, but the Docker engine at %s runs %s: build it for the engine with CGO_ENABLED=0 GOARCH=%s go build -o check-%s ./cmd/check and set FENCECHECK_BINARY to it",
+			bin, f.Machine, cli.DaemonHost(), ver.Arch, ver.Arch, ver.Arch)
+	}
+	return nil
+}
+
 func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
 	b, _ := backendInfo(cfg.Backend)
 	if b.NewDB == nil {
@@ -90,6 +112,10 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	}
 	cli, err := compose.Connect(ctx)
 	if err != nil {
+		return nil, err
+	}
+	if err := agentMatchesEngine(ctx, cli, bin); err != nil {
+		cli.Close()
 		return nil, err
 	}
 	cfg.phase("image")

@@ -710,3 +710,48 @@ func TestDockerScheduleInterrupt(t *testing.T) {
 		})
 	}
 }
+
+// etcd's Primary, asked inside the nodes (so that it works on a remote
+// engine), names the member that the etcd client, dialled from this host,
+// says leads; for Debian's 3.4 and for 3.6.
+func TestDockerEtcdPrimaryIsTheLeader(t *testing.T) {
+	for _, version := range []string{"3.4", "3.6"} {
+		t.Run(version, func(t *testing.T) {
+			c := up(t, 3, false, 0)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			db := &etcd.DB{Version: version, TestID: c.TestID}
+			nodes := []string{"n1", "n2", "n3"}
+			if err := db.Setup(ctx, c, nodes); err != nil {
+				t.Fatal(err)
+			}
+			var eps []string
+			for _, n := range nodes {
+				eps = append(eps, fmt.Sprintf("http://%s:%d", ipOf(t, c, n), etcd.ClientPort))
+			}
+			cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cli.Close()
+			st, err := cli.Status(ctx, eps[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			ml, err := cli.MemberList(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			for _, m := range ml.Members {
+				if m.ID == st.Leader {
+					want = m.Name
+				}
+			}
+			got, err := db.Primary(ctx, c)
+			if err != nil || got != want || want == "" {
+				t.Errorf("Primary = %q, %v; the client says %q leads", got, err, want)
+			}
+		})
+	}
+}

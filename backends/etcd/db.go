@@ -7,13 +7,12 @@ package etcd
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"regexp"
 	"strings"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/compose"
@@ -107,39 +106,89 @@ func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
 	return backends.KillDaemon(ctx, c, node, "etcd")
 }
 
-// Primary asks the members, from the host, which one leads.
-func (d *DB) Primary(ctx context.Context, _ *compose.Cluster) (string, error) {
-	var eps []string
-	byIP := map[string]string{}
+// Primary asks the members which one leads: each server's own status, read
+// inside its node through etcd's JSON gateway on its client port (an exec,
+// so it works as well on a remote Docker engine, whose container addresses
+// this host cannot reach). A node that cannot answer (paused, killed,
+// partitioned off) is skipped.
+func (d *DB) Primary(ctx context.Context, c *compose.Cluster) (string, error) {
+	byID := map[string]string{}
+	leader := ""
+	var errs []string
 	for _, n := range d.nodes {
-		eps = append(eps, fmt.Sprintf("http://%s:%d", d.ips[n], ClientPort))
-		byIP[d.ips[n]] = n
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return "", err
-	}
-	defer cli.Close()
-	for _, ep := range eps {
-		sctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		st, err := cli.Status(sctx, ep)
-		cancel()
-		if err != nil || st.Leader == 0 {
-			continue
-		}
-		mctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		ml, err := cli.MemberList(mctx)
-		cancel()
+		st, err := memberStatus(ctx, c, n)
 		if err != nil {
+			errs = append(errs, err.Error())
 			continue
 		}
-		for _, m := range ml.Members {
-			if m.ID == st.Leader {
-				return m.Name, nil
-			}
+		byID[st.member] = n
+		if st.leader != "" && st.leader != "0" {
+			leader = st.leader
 		}
 	}
-	return "", fmt.Errorf("no etcd member knows a leader")
+	if name, ok := byID[leader]; ok && leader != "" {
+		return name, nil
+	}
+	if leader != "" {
+		return "", fmt.Errorf("the leader, member %s, did not answer", leader)
+	}
+	return "", fmt.Errorf("no etcd member knows a leader (%s)", strings.Join(errs, "; "))
+}
+
+type memberState struct{ member, leader string }
+
+// memberStatus is node's answer to the maintenance Status call, asked of
+// the server in the node over HTTP/1.0 by bash.
+func memberStatus(ctx context.Context, c *compose.Cluster, node string) (memberState, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req := `POST /v3/maintenance/status HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
+	res, err := c.Exec(ctx, node, []string{"timeout", "2", "bash", "-c",
+		fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && printf '%s' >&3 && cat <&3`, ClientPort, req)})
+	if err != nil {
+		return memberState{}, fmt.Errorf("%s: %w", node, err)
+	}
+	if res.ExitCode != 0 {
+		return memberState{}, fmt.Errorf("%s: status exit %d: %s", node, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return parseStatus(node, res.Stdout)
+}
+
+// parseStatus reads the gateway's HTTP answer: the member's own id and the
+// leader's (64-bit numbers, which the gateway writes as strings).
+func parseStatus(node, answer string) (memberState, error) {
+	_, body, ok := strings.Cut(answer, "\r\n\r\n")
+	if !ok || !strings.HasPrefix(answer, "HTTP/1.") || !strings.Contains(strings.SplitN(answer, "\r\n", 2)[0], " 200 ") {
+		return memberState{}, fmt.Errorf("%s: status answered %q", node, tailOf(answer, 200))
+	}
+	var st struct {
+		Header struct {
+			MemberID json.Number `json:"member_id"`
+		} `json:"header"`
+		Leader json.Number `json:"leader"`
+	}
+	if err := json.Unmarshal([]byte(unquoteNumbers(body)), &st); err != nil {
+		return memberState{}, fmt.Errorf("%s: status answered %q: %w", node, tailOf(body, 200), err)
+	}
+	if st.Header.MemberID == "" {
+		return memberState{}, fmt.Errorf("%s: status has no member id: %q", node, tailOf(body, 200))
+	}
+	return memberState{member: st.Header.MemberID.String(), leader: st.Leader.String()}, nil
+}
+
+// unquoteNumbers turns the gateway's quoted 64-bit numbers ("123") into
+// JSON numbers, so json.Number reads them exactly.
+func unquoteNumbers(body string) string {
+	return quotedNumber.ReplaceAllString(body, `$1`)
+}
+
+var quotedNumber = regexp.MustCompile(`"([0-9]+)"`)
+
+func tailOf(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
 }
 
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }

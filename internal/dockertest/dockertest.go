@@ -5,6 +5,9 @@
 // engine that does not answer skips the test, except under CI=true, where
 // it fails it — a CI run must never pass by skipping its Docker tests.
 //
+// It also starts a private sshd (SSHEngine) through which a test reaches
+// this machine's engine as a remote one, at ssh://root@127.0.0.1:PORT.
+//
 // It is test support: only _test.go files import it. It must never start
 // containers or clusters itself, nor hold anything a run depends on.
 package dockertest
