@@ -32,7 +32,12 @@ func StaleWriteFirst(res Result, ops []history.Op) Result {
 		}
 		old := k.Explanation
 		if !strings.Contains(old, "stale lease holder's write was accepted") && !strings.Contains(old, "tokens must only increase") {
-			if msg, blamed, ok := staleWrite(ops, k.Key, culprit(ops, k.Culprits)); ok {
+			c := culprit(ops, k.Culprits)
+			msg, blamed, ok := staleWrite(ops, k.Key, c)
+			if !ok && !strings.Contains(old, "an update was lost") {
+				msg, blamed, ok = lostUpdate(ops, c)
+			}
+			if ok {
 				k.Explanation = msg + "; then " + old
 				k.Culprits = append(blamed, k.Culprits...)
 			}
@@ -105,4 +110,55 @@ func staleWrite(ops []history.Op, key string, c *history.Op) (string, []int64, b
 		}
 	}
 	return "", nil, false
+}
+
+// lostUpdate explains a read the check could not place by the write whose
+// value it read, when that write must have replaced a newer value than
+// the one it was computed from — the paused holder's write of a tokenless
+// lock, which no token order gives away. The read began after write x was
+// acknowledged, yet it saw w's value: so w took effect after x, and if w
+// was computed from another value than x's, x's update (and whatever
+// came between) was lost.
+func lostUpdate(ops []history.Op, c *history.Op) (string, []int64, bool) {
+	if c == nil || c.F != history.Read || c.Type != history.OK || c.Value == nil {
+		return "", nil, false
+	}
+	// x is the last write of another value acknowledged before the read
+	// began: the value read was written after it.
+	var x *history.Op
+	for i := range ops {
+		o := &ops[i]
+		if o.Key == c.Key && o.F == history.Write && o.Type == history.OK && o.Value != nil &&
+			*o.Value != *c.Value && o.Ended() < c.Call && (x == nil || o.Ended() > x.Ended()) {
+			x = o
+		}
+	}
+	if x == nil {
+		return "", nil, false
+	}
+	for i := range ops {
+		w := &ops[i]
+		if w.Key != c.Key || w.F != history.Write || w.Type != history.OK || w.Value == nil || w.Prev == nil ||
+			*w.Value != *c.Value || w.Call >= c.Ended() || w.Ended() < x.Call || *w.Prev == *x.Value {
+			continue
+		}
+		if valueAfter(ops, c.Key, *w.Prev, x.Call) {
+			continue // w may have followed a later write of the value it read
+		}
+		return fmt.Sprintf("process %d wrote %s over %d at %s, after process %d's write of %d was acknowledged at %s: an update was lost",
+			w.Process, i64(w.Value), *w.Prev, secs(w.Ended()), x.Process, *x.Value, secs(x.Ended())), []int64{w.InvokeIndex, x.InvokeIndex}, true
+	}
+	return "", nil, false
+}
+
+// valueAfter reports whether a write of v on key (ok, or of unknown
+// outcome) may have taken effect at or after t.
+func valueAfter(ops []history.Op, key string, v int64, t int64) bool {
+	for i := range ops {
+		o := &ops[i]
+		if o.Key == key && o.F == history.Write && o.Type != history.Fail && o.Value != nil && *o.Value == v && o.Ended() >= t {
+			return true
+		}
+	}
+	return false
 }
