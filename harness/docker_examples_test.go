@@ -11,7 +11,8 @@ import (
 
 // The example clients over third-party lock libraries (examples/clients/)
 // under pause-holder, each frozen at its own write-checked checkpoint: the
-// verdicts issue 17 expects, and client-test accepting each. Lean: 10 s
+// verdicts expected of them (invalid unfenced, valid fenced; tokenless
+// Redis invalid either way), and client-test accepting each. Lean: 10 s
 // runs, and a library whose verdict does not depend on fencing runs once.
 
 // exampleRun runs the example client name on backend with fencing under
