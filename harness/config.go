@@ -91,6 +91,10 @@ type Config struct {
 	// testID labels a Docker run's objects; Run sets it (tests may
 	// choose it).
 	testID string
+	// clusterAsked is set once the Docker daemon has been asked to create
+	// the cluster: before that nothing of testID can exist, and there is
+	// nothing left behind to look for.
+	clusterAsked bool
 	// phaseHook, when a test sets it, is called at the start of each phase
 	// of Run: setup, image, cluster, servers (Docker only), workload, heal,
 	// final reads, teardown, check, report. Tests use it to interrupt a

@@ -139,6 +139,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
 	start := time.Now()
 	cfg.phase("cluster")
+	cfg.clusterAsked = true
 	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage})
 	if err != nil {
 		return nil, err

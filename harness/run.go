@@ -201,7 +201,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 			fail(fmt.Errorf("tearing down: %w", err))
 		}
 	}
-	if cfg.Cluster == "docker" {
+	if cfg.Cluster == "docker" && cfg.clusterAsked {
 		if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
 			logf("%s", hint)
 			if runErr == nil {
