@@ -1,7 +1,9 @@
 package models
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
@@ -161,4 +163,63 @@ func valueAfter(ops []history.Op, key string, v int64, t int64) bool {
 		}
 	}
 	return false
+}
+
+// causeEventLimit bounds the events StaleWriteFirstFrom holds: a violation found
+// deep into a soak-length history keeps the check's own sentence rather
+// than hold the history in memory, which the streaming check avoids.
+const causeEventLimit = 2_000_000
+
+// errEnough ends the second read once every op that can matter is in.
+var errEnough = errors.New("enough")
+
+// StaleWriteFirstFrom reads the history from r for the invalid keys' ops up to the
+// op the check could not place (and the completions of ops still in
+// flight then), so that a check of a streamed history (`check analyze`)
+// names an accepted stale write first, as the run itself does
+// (StaleWriteFirst), without holding the history in memory. On any trouble, or past
+// causeEventLimit events, the result stands as the check gave it.
+func StaleWriteFirstFrom(r io.Reader, res Result) Result {
+	if res.Verdict != Invalid {
+		return res
+	}
+	keys := map[string]bool{}
+	var last int64 = -1
+	for _, k := range res.Keys {
+		if k.Verdict == Invalid && len(k.Culprits) > 0 {
+			keys[k.Key] = true
+			last = max(last, k.Culprits[0])
+		}
+	}
+	if len(keys) == 0 {
+		return res
+	}
+	var events []history.Event
+	pending := map[int]bool{}
+	_, err := history.LoadEach(r, func(e history.Event) error {
+		switch {
+		case e.IsNemesis():
+		case e.Type == history.Invoke:
+			if e.Index > last {
+				if len(pending) == 0 {
+					return errEnough
+				}
+			} else if keys[e.Key] {
+				pending[e.Process] = true
+				events = append(events, e)
+			}
+		case pending[e.Process]:
+			delete(pending, e.Process)
+			events = append(events, e)
+		}
+		if len(events) > causeEventLimit {
+			return errEnough
+		}
+		return nil
+	})
+	if (err != nil && !errors.Is(err, errEnough)) || len(events) > causeEventLimit {
+		return res
+	}
+	ops, _ := history.Pair(events)
+	return StaleWriteFirst(res, ops)
 }

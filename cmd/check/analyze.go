@@ -59,7 +59,13 @@ checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
 				// or one that cannot be read.
 				return historyErr(path, err)
 			}
-			res = namedCause(path, res)
+			if res.Verdict == models.Invalid {
+				// A second read, for the cause the run itself names first.
+				if again, err := os.Open(path); err == nil {
+					res = models.StaleWriteFirstFrom(again, res)
+					again.Close()
+				}
+			}
 			if note := (&history.History{Dropped: read.Dropped}).Note(); note != "" {
 				fmt.Fprintf(out, "%s: %s\n", path, note)
 			}
@@ -82,69 +88,6 @@ checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
 	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
-}
-
-// causeEventLimit bounds the events namedCause holds: a violation found
-// deep into a soak-length history keeps the check's own sentence rather
-// than hold the history in memory, which the streaming check avoids.
-const causeEventLimit = 2_000_000
-
-// errEnough ends the second read once every op that can matter is in.
-var errEnough = errors.New("enough")
-
-// namedCause reads the history again for the invalid keys' ops up to the
-// op the check could not place (and the completions of ops still in
-// flight then), so that analyze names an accepted stale write first, as
-// the run itself does (models.StaleWriteFirst). On any trouble, or past
-// causeEventLimit events, the result stands as the check gave it.
-func namedCause(path string, res models.Result) models.Result {
-	if res.Verdict != models.Invalid {
-		return res
-	}
-	keys := map[string]bool{}
-	var last int64 = -1
-	for _, k := range res.Keys {
-		if k.Verdict == models.Invalid && len(k.Culprits) > 0 {
-			keys[k.Key] = true
-			last = max(last, k.Culprits[0])
-		}
-	}
-	if len(keys) == 0 {
-		return res
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return res
-	}
-	defer f.Close()
-	var events []history.Event
-	pending := map[int]bool{}
-	_, err = history.LoadEach(f, func(e history.Event) error {
-		switch {
-		case e.IsNemesis():
-		case e.Type == history.Invoke:
-			if e.Index > last {
-				if len(pending) == 0 {
-					return errEnough
-				}
-			} else if keys[e.Key] {
-				pending[e.Process] = true
-				events = append(events, e)
-			}
-		case pending[e.Process]:
-			delete(pending, e.Process)
-			events = append(events, e)
-		}
-		if len(events) > causeEventLimit {
-			return errEnough
-		}
-		return nil
-	})
-	if (err != nil && !errors.Is(err, errEnough)) || len(events) > causeEventLimit {
-		return res
-	}
-	ops, _ := history.Pair(events)
-	return models.StaleWriteFirst(res, ops)
 }
 
 // historyErr says why the history file at path cannot be read: a line
