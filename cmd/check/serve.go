@@ -85,7 +85,13 @@ func serveStore(ctx context.Context, store, addr string, out io.Writer, ready fu
 	}
 	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Shutdown(shutdown)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A browser still holding a request open after the grace
+		// period: the user asked to stop, so stop.
+		err = srv.Close()
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return &exitError{harness.ExitFailed, err}
 	}
 	return nil
