@@ -30,6 +30,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // Spec is `check compare`'s selection of the matrix, as the flags
@@ -122,7 +123,7 @@ type Matrix struct {
 
 // Applicable says why a row cannot run under a fault ("" when it can).
 func (m *Matrix) Applicable(r Row, fault string) string {
-	if inProcess := harness.InProcessFaults(); r.Cluster == "inprocess" && fault != "none" && !slices.Contains(inProcess, fault) {
+	if inProcess := nemesis.InProcess(); r.Cluster == "inprocess" && fault != nemesis.None && !slices.Contains(inProcess, fault) {
 		return fmt.Sprintf("an in-process run injects only %s", strings.Join(inProcess, ", "))
 	}
 	// The rest of the question Validate asks (e.g. a partition of a
@@ -256,11 +257,9 @@ func Expand(spec Spec) (*Matrix, error) {
 		return nil, usage("fencing", "%s is listed twice", dup)
 	}
 	for _, f := range faults {
-		switch {
-		case f == "clock":
-			return nil, usage("faults", "clock faults cannot be injected per container: every container shares the host's clock")
-		case !slices.Contains(harness.Faults, f):
-			return nil, usage("faults", "unknown fault %q (accepted: %s)", f, strings.Join(harness.Faults, ", "))
+		// Each column is one fault: the registry knows the words.
+		if err := nemesis.CheckNames([]string{f}); err != nil {
+			return nil, usage("faults", "%v", err)
 		}
 	}
 	if dup := firstDuplicate(faults); dup != "" {
@@ -363,7 +362,7 @@ func Expand(spec Spec) (*Matrix, error) {
 		}
 	}
 	if cells == 0 {
-		return nil, usage("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(harness.InProcessFaults(), ", "))
+		return nil, usage("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(nemesis.InProcess(), ", "))
 	}
 	return m, nil
 }

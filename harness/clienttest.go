@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
+	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // ClientTest is `check client-test`: it starts a small real cluster of
@@ -26,7 +27,7 @@ import (
 // passed, or what was expected and the lines exchanged. It returns how
 // many checks failed; an error means the test could not be carried out.
 func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err error) {
-	cfg.Nemesis = []string{"none"}
+	cfg.Nemesis = []string{nemesis.None}
 	cfg.Clients, cfg.Keys = 2, 1
 	cfg.Cluster, cfg.Fencing = "docker", "all"
 	cfg.TimeLimit, cfg.NemesisInterval, cfg.CheckTimeout = 30*time.Second, 2*time.Second, time.Minute

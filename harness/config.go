@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -57,9 +58,9 @@ type Config struct {
 
 	// Command is the command line that started the run, for the report.
 	Command string
-	// Options are the backends' own flags by name (registry.Option, e.g.
-	// redis-persistence: what the Redis servers keep on disk); a flag
-	// left out is absent or "".
+	// Options are the backends' and the faults' own flags by name
+	// (registry.Option, e.g. redis-persistence: what the Redis servers
+	// keep on disk; nemesis.Flag); a flag left out is absent or "".
 	Options map[string]string
 	// JUnit, when set, is where a JUnit XML report goes (one test case
 	// per key), for CI systems.
@@ -117,11 +118,6 @@ func (c *Config) phase(name string) {
 type UsageError = registry.FlagError
 
 func usage(flag, format string, args ...any) error { return registry.Flagf(flag, format, args...) }
-
-// Faults lists every --nemesis word this build knows.
-var Faults = []string{"none", "pause", "pause-holder", "pause-server", "pause-leader",
-	"partition", "partition-one", "partition-halves", "partition-ring", "partition-bridge", "partition-primary",
-	"partition-client", "partition-client-storage", "kill", "kill-leader", "latency"}
 
 // backendInfo asks the registry about a backend: each backend describes
 // itself there (backends/registry), so adding one touches no code here.
@@ -234,19 +230,6 @@ func (c *Config) Validate() error {
 		return usage("fencing", "%v", err)
 	}
 	c.mode = mode
-	if len(c.Nemesis) == 0 {
-		return usage("nemesis", "empty list (use none for no faults; accepted: %s)", strings.Join(Faults, ", "))
-	}
-	for _, f := range c.Nemesis {
-		switch {
-		case f == "clock":
-			return usage("nemesis", "clock faults cannot be injected per container: every container shares the host's clock, so a skew in one moves every clock; there is no honest way to run it here")
-		case !slices.Contains(Faults, f):
-			return usage("nemesis", "unknown fault %q (accepted: %s)", f, strings.Join(Faults, ", "))
-		case f == "none" && len(c.Nemesis) > 1:
-			return usage("nemesis", "none cannot be combined with other faults")
-		}
-	}
 	if err := c.checkFaults(b); err != nil {
 		return err
 	}
@@ -271,8 +254,8 @@ func (c *Config) Validate() error {
 	if c.PauseDuration <= 0 {
 		return usage("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
 	}
-	if c.Given["pause-duration"] && c.HasFault("none") {
-		return usage("pause-duration", "--nemesis none injects no faults, so nothing is paused or held; drop the flag, or add a fault (e.g. --nemesis pause)")
+	if c.Given["pause-duration"] && !nemesis.Injects(c.Nemesis) {
+		return usage("pause-duration", "--nemesis %s injects no faults, so nothing is paused or held; drop the flag, or add a fault to --nemesis", nemesis.None)
 	}
 	if c.NemesisInterval < 100*time.Millisecond {
 		return usage("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
@@ -351,6 +334,9 @@ func (c *Config) checkNodes(b registry.Info) error {
 // any other backend, and checked by its backend.
 func (c *Config) checkOptions(b registry.Info) error {
 	for _, flag := range slices.Sorted(maps.Keys(c.Options)) {
+		if len(nemesis.FlagOwners(flag)) > 0 {
+			continue // a fault's own flag: checkFaults asks the faults
+		}
 		if _, ok := b.Option(flag); !ok && c.Options[flag] != "" {
 			owners := registry.OptionOwners(flag)
 			if len(owners) == 0 {
@@ -392,6 +378,3 @@ func checkName(name string) error {
 	}
 	return nil
 }
-
-// HasFault reports whether the nemesis list includes f.
-func (c *Config) HasFault(f string) bool { return slices.Contains(c.Nemesis, f) }

@@ -150,6 +150,14 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
 	cfg.phase("servers")
+	// A fault that must be in place when each server starts (the first
+	// time and after a kill) prepares the nodes now.
+	fenv := &nemesis.Env{Freezer: s.Freezer()}
+	s.describeTo(fenv)
+	if err := nemesis.Prepare(ctx, cfg.Nemesis, fenv); err != nil {
+		s.Close(context.Background())
+		return nil, err
+	}
 	if err := db.Setup(ctx, cl, nodes); err != nil {
 		s.Close(context.Background())
 		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)

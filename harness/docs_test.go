@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -63,7 +64,7 @@ func derivedNames() map[string]bool {
 					fencings = []string{"none"}
 				}
 				for _, f := range fencings {
-					for _, fault := range Faults {
+					for _, fault := range nemesis.Names() {
 						cfg := Config{Backend: b.Name, Recipe: rc, Storage: st, Fencing: f, Nemesis: []string{fault}}
 						cfg.Defaults()
 						out[cfg.Name] = true
@@ -100,7 +101,7 @@ func TestDocumentedRunNamesExist(t *testing.T) {
 				for _, part := range strings.Split(m[1], "+") {
 					// Several faults are joined with +: the first part
 					// carries the rest of the name.
-					if !names[part] && !slices.Contains(Faults, part) {
+					if !names[part] && !slices.Contains(nemesis.Names(), part) {
 						ok = false
 					}
 				}

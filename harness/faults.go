@@ -2,10 +2,7 @@ package harness
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
-	"time"
+	"errors"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
@@ -13,158 +10,62 @@ import (
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
-// inProcessFaults are the faults an in-process run can inject: it has no
-// containers, servers or network to break.
-var inProcessFaults = []string{"pause", "pause-holder"}
+// The faults are nemesis's: each describes itself in nemesis's registry
+// (what it needs, how long it holds, how it is built). The harness asks
+// the registry and names no fault.
 
-// partitionShapes maps the partition words to the shapes each picks from.
-var partitionShapes = map[string][]nemesis.Shape{
-	"partition":                nemesis.ServerShapes,
-	"partition-one":            {nemesis.IsolateOne},
-	"partition-halves":         {nemesis.Halves},
-	"partition-ring":           {nemesis.Ring},
-	"partition-bridge":         {nemesis.Bridge},
-	"partition-primary":        {nemesis.IsolatePrimary},
-	"partition-client":         {nemesis.ClientFromServers},
-	"partition-client-storage": {nemesis.ClientFromStorage},
+// faultSettings is what the faults are told about this run: on a Docker
+// cluster with this many server nodes, or in process.
+func (c *Config) faultSettings(docker bool, servers int) nemesis.Settings {
+	return nemesis.Settings{Backend: c.Backend, Docker: docker, Servers: servers, Clients: c.Clients,
+		LeaseTTL: c.LeaseTTL, PauseDuration: c.PauseDuration, Interval: c.NemesisInterval, Options: c.Options}
 }
 
-// The latency fault's delay: Jepsen's default of 50 ms with jitter, and a
-// little loss.
-var latencyDelayer = nemesis.Delayer{Queue: 7, Delay: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
-
-// holdFor is how long each fault stays applied: pauses for the pause
-// duration (by default twice the lease, so that it expires), the other
-// faults for the nemesis interval but never shorter than a pause, so that a
-// partition or a kill also outlasts a lease.
-func holdFor(cfg *Config) func(nemesis.Fault) time.Duration {
-	return func(f nemesis.Fault) time.Duration {
-		if f.Name() == "pause" || strings.HasPrefix(f.Name(), "pause-") {
-			return cfg.PauseDuration
-		}
-		return max(cfg.NemesisInterval, cfg.PauseDuration)
+// faultEnv is what the faults of a run are built from over sys. The
+// recorder's parts (Hold, Observe) are the caller's to fill.
+func faultEnv(cfg *Config, sys System) *nemesis.Env {
+	env := &nemesis.Env{Settings: cfg.faultSettings(false, 0), Freezer: sys.Freezer()}
+	if ds, ok := sys.(*dockerSystem); ok {
+		ds.describeTo(env)
 	}
+	return env
 }
 
-// buildFaults turns --nemesis into faults over sys.
-func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.Hold) ([]nemesis.Fault, error) {
-	var out []nemesis.Fault
-	slots := func(context.Context) ([]string, error) {
-		var ts []string
-		for i := 1; i <= cfg.Clients; i++ {
-			ts = append(ts, history.SlotName(i))
-		}
-		return ts, nil
-	}
-	slotOf := func(p int) string { return history.SlotOf(p, cfg.Clients) }
-	var holders *nemesis.Holders
-	holder := func() *nemesis.Holders {
-		if holders == nil {
-			holders = &nemesis.Holders{SlotOf: slotOf}
-			rec.Observe(holders.Observe)
-		}
-		return holders
-	}
-	ds, inDocker := sys.(*dockerSystem)
-	for _, f := range cfg.Nemesis {
-		switch f {
-		case "none":
-		case "pause":
-			out = append(out, &nemesis.Pause{Label: "pause", Freezer: sys.Freezer(), Targets: slots})
-		case "pause-holder":
-			ph := &nemesis.PauseHolder{Freezer: sys.Freezer(), TargetOf: slotOf, Hold: hold}
-			rec.Observe(ph.Observe)
-			out = append(out, ph)
-		default:
-			if !inDocker {
-				return nil, unavailable(cfg, f, false, 0)
-			}
-			fault, err := ds.fault(f, holder)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, fault)
-		}
-	}
-	return out, nil
-}
-
-// fault builds one of the faults only a Docker cluster has.
-func (s *dockerSystem) fault(word string, holders func() *nemesis.Holders) (nemesis.Fault, error) {
+// describeTo fills in what the faults need of the Docker cluster.
+func (s *dockerSystem) describeTo(env *nemesis.Env) {
 	var servers []string
 	for _, n := range s.cluster.Nodes {
 		if n.Role == compose.RoleServer {
 			servers = append(servers, n.Name)
 		}
 	}
-	if len(servers) == 0 {
-		return nil, fmt.Errorf("fault %s: the cluster has no server nodes", word)
-	}
-	all := func(context.Context) ([]string, error) { return servers, nil }
-	leader := func(ctx context.Context) ([]string, error) {
-		p, err := s.db.Primary(ctx, s.cluster)
-		if err != nil || p == "" {
-			return nil, err
-		}
-		return []string{p}, nil
-	}
-	primary := func(ctx context.Context) (string, error) { return s.db.Primary(ctx, s.cluster) }
-
-	if shapes, ok := partitionShapes[word]; ok {
-		if err := unavailable(s.cfg, word, true, len(servers)); err != nil {
-			return nil, err
-		}
-		shapes = possibleShapes(shapes, len(servers))
-		return &nemesis.Partition{Label: word, Cluster: s.cluster, Shapes: shapes, Servers: servers, Storage: compose.StorageNode,
-			Primary: primary, Holder: func(ctx context.Context) string { return holders().Wait(ctx) }}, nil
-	}
-	switch word {
-	case "pause-server":
-		return &nemesis.Pause{Label: word, Freezer: s.Freezer(), Targets: all}, nil
-	case "pause-leader":
-		return &nemesis.Pause{Label: word, Freezer: s.Freezer(), Targets: leader}, nil
-	case "kill":
-		return &nemesis.Kill{Label: word, Cluster: s.cluster, DB: s.db, Targets: all}, nil
-	case "kill-leader":
-		return &nemesis.Kill{Label: word, Cluster: s.cluster, DB: s.db, Targets: leader}, nil
-	case "latency":
-		l := &nemesis.Latency{Cluster: s.cluster, Targets: all, Delayer: latencyDelayer, Command: []string{compose.BinaryPath, "delay"}}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := l.Probe(ctx, servers[0]); err != nil {
-			hint := ""
-			if strings.Contains(err.Error(), "does not run") {
-				hint = " (the check binary needs a `delay` command that calls nemesis.RunDelayer)"
-			}
-			return nil, usage("nemesis", "latency: %v%s", err, hint)
-		}
-		return l, nil
-	}
-	return nil, usage("nemesis", "fault %s is not available for backend %s", word, s.cfg.Backend)
+	env.Settings = s.cfg.faultSettings(true, len(servers))
+	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.cluster, servers, compose.StorageNode, s.db
 }
 
-// unavailable says why fault word cannot be injected into a cluster of
-// this kind (docker or in process) with this many lock servers, or nil
-// when it can. Validate asks it before anything is created; buildFaults
-// asks it again of the cluster that was set up.
-func unavailable(cfg *Config, word string, docker bool, servers int) error {
-	switch word {
-	case "none", "pause", "pause-holder":
-		return nil
-	}
-	if !docker {
-		return usage("nemesis", "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
-			word, strings.Join(inProcessFaults, ", "))
-	}
-	if shapes, ok := partitionShapes[word]; ok && len(possibleShapes(shapes, servers)) == 0 {
-		return usage("nemesis", "%s cuts the lock service's servers apart, and backend %s runs on %d server node(s) here: nothing to cut (partition-client and partition-client-storage work here)",
-			word, cfg.Backend, servers)
-	}
-	return nil
+// buildFaults turns --nemesis into faults over sys.
+func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.Hold) ([]nemesis.Fault, nemesis.Settings, error) {
+	env := faultEnv(cfg, sys)
+	env.Hold, env.Observe = hold, rec.Observe
+	// The probes a fault makes run to their end: an interrupt comes back
+	// to the caller once the faults are built.
+	faults, err := nemesis.Build(context.Background(), cfg.Nemesis, env)
+	return faults, env.Settings, faultUsage(err)
 }
 
-// InProcessFaults are the faults an in-process run can inject.
-func InProcessFaults() []string { return slices.Clone(inProcessFaults) }
+// faultUsage makes a fault the run cannot inject bad input for --nemesis
+// (exit 254), and a fault's own flag given wrongly bad input for that flag.
+func faultUsage(err error) error {
+	var un *nemesis.Unavailable
+	var fe *nemesis.FlagError
+	switch {
+	case errors.As(err, &un):
+		return usage("nemesis", "%s", un.Msg)
+	case errors.As(err, &fe):
+		return usage(fe.Flag, "%s", fe.Msg)
+	}
+	return err
+}
 
 // CheckFaults asks, as Validate does before anything is created, whether
 // the cluster cfg describes can inject every fault of its --nemesis: nil
@@ -179,9 +80,13 @@ func CheckFaults(cfg Config) error {
 	return cfg.checkFaults(b)
 }
 
-// checkFaults asks of every fault in --nemesis whether the cluster the
-// config describes can inject it, as buildFaults will.
+// checkFaults asks the fault registry about --nemesis: the words, the
+// faults' own flags, and whether the cluster the config describes can
+// inject every fault, as buildFaults will.
 func (c *Config) checkFaults(b registry.Info) error {
+	if err := nemesis.CheckNames(c.Nemesis); err != nil {
+		return usage("nemesis", "%v", err)
+	}
 	docker := c.Cluster == "docker"
 	servers := 0
 	if docker {
@@ -192,22 +97,9 @@ func (c *Config) checkFaults(b registry.Info) error {
 		servers = n
 	}
 	for _, f := range c.Nemesis {
-		if err := unavailable(c, f, docker, servers); err != nil {
-			return err
+		if err := nemesis.Check(f, c.faultSettings(docker, servers)); err != nil {
+			return faultUsage(err)
 		}
 	}
-	return nil
-}
-
-// possibleShapes keeps the shapes that cut something among n servers.
-func possibleShapes(shapes []nemesis.Shape, n int) []nemesis.Shape {
-	return slices.DeleteFunc(slices.Clone(shapes), func(s nemesis.Shape) bool {
-		switch s {
-		case nemesis.ClientFromServers, nemesis.ClientFromStorage:
-			return false
-		case nemesis.Ring, nemesis.Bridge:
-			return n < 3
-		}
-		return n < 2
-	})
+	return faultUsage(nemesis.CheckFlags(c.Nemesis, c.Options))
 }

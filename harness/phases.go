@@ -32,7 +32,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	logf, progressf func(string, ...any), con *console) (phasesDone, error) {
 	var done phasesDone
 	hold := &nemesis.Hold{}
-	faults, err := buildFaults(cfg, sys, rec, hold)
+	faults, settings, err := buildFaults(cfg, sys, rec, hold)
 	if err != nil {
 		return done, err
 	}
@@ -40,7 +40,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		Faults:   faults,
 		Warmup:   min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
 		Interval: cfg.NemesisInterval,
-		Hold:     holdFor(cfg),
+		Hold:     nemesis.HoldFor(settings),
 		Rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
 		Rec:      rec,
 		Log:      logf,

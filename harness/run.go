@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -346,6 +347,9 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 	}
 	for _, o := range registry.Options() {
 		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})
+	}
+	for _, f := range nemesis.Flags() {
+		p = append(p, reports.Param{Name: f.Name, Value: cfg.Options[f.Name]})
 	}
 	if cl := cfg.client; cl != nil {
 		p = append(p, reports.Param{Name: "client", Value: cl.Manifest.Name}, reports.Param{Name: "client-dir", Value: cfg.ClientDir},

@@ -11,6 +11,19 @@ import (
 	"github.com/fencecheck/fencecheck/compose"
 )
 
+func init() {
+	Register(Kind{Name: "kill", Summary: "SIGKILL a random server node's lock server, start it again with its data on heal",
+		Needs: Needs{Docker: true, Servers: 1},
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return &Kill{Label: "kill", Cluster: env.Cluster, DB: env.DB, Targets: env.AllServers}, nil
+		}})
+	Register(Kind{Name: "kill-leader", Summary: "SIGKILL the leading node's lock server, start it again on heal",
+		Needs: Needs{Docker: true, Servers: 1, Leader: true},
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return &Kill{Label: "kill-leader", Cluster: env.Cluster, DB: env.DB, Targets: env.Leader}, nil
+		}})
+}
+
 // Servers is what the kill faults need of a lock service's servers (a
 // backends.DB has it): SIGKILL one node's server, start it again with its
 // data.

@@ -21,6 +21,28 @@ const (
 	delayerLog = "/var/log/fencecheck/delay.log"
 )
 
+// The latency fault's delay: Jepsen's default of 50 ms with jitter, and a
+// little loss.
+var latencyDelayer = Delayer{Queue: 7, Delay: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
+
+func init() {
+	Register(Kind{Name: "latency", Summary: "delay the server nodes' packets by 50 ms ± 10 ms and drop 2% of them",
+		Needs: Needs{Docker: true, Servers: 1},
+		Build: func(ctx context.Context, env *Env) (Fault, error) {
+			l := &Latency{Cluster: env.Cluster, Targets: env.AllServers, Delayer: latencyDelayer, Command: []string{compose.BinaryPath, "delay"}}
+			ctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := l.Probe(ctx, env.ServerNodes[0]); err != nil {
+				hint := ""
+				if strings.Contains(err.Error(), "does not run") {
+					hint = " (the check binary needs a `delay` command that calls nemesis.RunDelayer)"
+				}
+				return nil, unavailable("latency", "latency: %v%s", err, hint)
+			}
+			return l, nil
+		}})
+}
+
 // Latency delays (and drops a share of) every packet the target nodes send
 // to the other nodes of the cluster. The kernels fencecheck runs on may
 // lack sch_netem, so the delay is made in user space: iptables queues the

@@ -42,6 +42,65 @@ const (
 // ServerShapes are the shapes the plain `partition` fault picks from.
 var ServerShapes = []Shape{IsolateOne, Halves, Ring, Bridge, IsolatePrimary}
 
+// The partition family: each word picks from its shapes.
+func init() {
+	for _, p := range []struct {
+		name    string
+		shapes  []Shape
+		summary string
+	}{
+		{"partition", ServerShapes, "cut the servers apart in a shape drawn each time: one, halves, ring, bridge or primary"},
+		{"partition-one", []Shape{IsolateOne}, "cut one random server node off from the other servers"},
+		{"partition-halves", []Shape{Halves}, "cut the servers into two random halves"},
+		{"partition-ring", []Shape{Ring}, "leave every server a majority of its own, no two the same (3 servers or more)"},
+		{"partition-bridge", []Shape{Bridge}, "cut the servers in halves bridged by one node (3 servers or more)"},
+		{"partition-primary", []Shape{IsolatePrimary}, "cut the node the lock service says leads off from the other servers"},
+		{"partition-client", []Shape{ClientFromServers}, "cut a lease holder's client off from every server (it still reaches the storage)"},
+		{"partition-client-storage", []Shape{ClientFromStorage}, "cut a lease holder's client off from the storage (it still reaches the servers)"},
+	} {
+		registerPartition(p.name, p.shapes, p.summary)
+	}
+}
+
+func registerPartition(name string, shapes []Shape, summary string) {
+	needs := Needs{Docker: true, Servers: 1 << 30}
+	for _, s := range shapes {
+		needs.Servers = min(needs.Servers, s.minServers())
+		needs.Leader = needs.Leader || s == IsolatePrimary
+		needs.CutsClient = needs.CutsClient || s == ClientFromServers || s == ClientFromStorage
+	}
+	Register(Kind{Name: name, Summary: summary, Needs: needs,
+		Check: func(s Settings) error {
+			if len(PossibleShapes(shapes, s.Servers)) == 0 {
+				return fmt.Errorf("%s cuts the lock service's servers apart, and backend %s runs on %d server node(s) here: nothing to cut (partition-client and partition-client-storage work here)",
+					name, s.Backend, s.Servers)
+			}
+			return nil
+		},
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return &Partition{Label: name, Cluster: env.Cluster, Shapes: PossibleShapes(shapes, len(env.ServerNodes)),
+				Servers: env.ServerNodes, Storage: env.Storage, Primary: env.Primary,
+				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}, nil
+		}})
+}
+
+// minServers is the least number of server nodes the shape cuts
+// something among.
+func (s Shape) minServers() int {
+	switch s {
+	case ClientFromServers, ClientFromStorage:
+		return 0
+	case Ring, Bridge:
+		return 3
+	}
+	return 2
+}
+
+// PossibleShapes keeps the shapes that cut something among n servers.
+func PossibleShapes(shapes []Shape, n int) []Shape {
+	return slices.DeleteFunc(slices.Clone(shapes), func(s Shape) bool { return n < s.minServers() })
+}
+
 // FenceChain is the iptables chain, jumped to first from INPUT, that holds
 // a partition's rules in every node it touches. Healing flushes it.
 const FenceChain = "FENCE"

@@ -11,6 +11,31 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 )
 
+func init() {
+	Register(Kind{Name: "pause", Summary: "freeze a random client (its work and its lease keepalive) for the pause duration",
+		Needs: Needs{CutsClient: true}, Hold: HoldPause,
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return &Pause{Label: "pause", Freezer: env.Freezer, Targets: env.Slots}, nil
+		}})
+	Register(Kind{Name: "pause-holder", Summary: "freeze a lease holder between its last lease check and its write, past its lease",
+		Needs: Needs{CutsClient: true}, Hold: HoldPause,
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Hold: env.Hold}
+			env.Observe(ph.Observe)
+			return ph, nil
+		}})
+	Register(Kind{Name: "pause-server", Summary: "freeze a random server node's container for the pause duration",
+		Needs: Needs{Docker: true, Servers: 1}, Hold: HoldPause,
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return &Pause{Label: "pause-server", Freezer: env.Freezer, Targets: env.AllServers}, nil
+		}})
+	Register(Kind{Name: "pause-leader", Summary: "freeze the node the lock service says leads, for the pause duration",
+		Needs: Needs{Docker: true, Servers: 1, Leader: true}, Hold: HoldPause,
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return &Pause{Label: "pause-leader", Freezer: env.Freezer, Targets: env.Leader}, nil
+		}})
+}
+
 // Pause freezes one target drawn at random — its work and its lease
 // keepalive together — and thaws it on Stop.
 type Pause struct {

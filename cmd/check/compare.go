@@ -145,7 +145,7 @@ on bad arguments.`,
 	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(compare.DefaultBackends(), ",")+"; memory runs in-process when named)")
 	f.StringArrayVar(&spec.Clients, "client", nil, "your own lock client, repeatable: BACKEND:DIR, or DIR to run it against each of --backends (then --backends adds no built-in rows); rows named after the client, fenced storage, each --fencing (docs/client-protocol.md)")
 	f.StringVar(&storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
-	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+strings.Join(harness.Faults, ", "))
+	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+faultNames())
 	f.StringVar(&fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -42,7 +43,7 @@ the history with porcupine against a model of correctly fenced storage.
 Exit codes: 0 valid, 1 invalid, 2 unknown, 254 bad arguments, 255 the test could
 not be carried out. Each run writes store/<test>/<time>/ (history.jsonl,
 results.json, report.html, linearizability.html, check.log); store/latest points
-at the newest.`,
+at the newest.` + faultHelp(),
 		Example:       runExample,
 		Version:       version(),
 		SilenceUsage:  true,
@@ -103,7 +104,7 @@ at the newest.`,
 	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node, default), postgres (a row fenced in SQL, any backend, docker only), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
 	f.StringVar(&cfg.ClientDir, "client", "", "run your own lock client: a directory with fencecheck-client.json and your program (docs/client-protocol.md); fenced storage only")
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
-	f.StringVar(&nemesis, "nemesis", "none", "comma list of faults: "+strings.Join(harness.Faults, ", "))
+	f.StringVar(&nemesis, "nemesis", noFaults, "comma list of faults: "+faultNames())
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
 	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server node (e.g. 2n)")
 	f.IntVar(&testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
@@ -128,6 +129,10 @@ at the newest.`,
 	for _, o := range registry.Options() {
 		options[o.Flag] = f.String(o.Flag, "", o.Usage)
 	}
+	// Each fault's own flags, as it describes them.
+	for _, o := range faultFlags() {
+		options[o.Name] = f.String(o.Name, "", o.Usage)
+	}
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
@@ -141,6 +146,18 @@ at the newest.`,
 	cmd.AddCommand(newClientTestCmd())
 	return cmd
 }
+
+// noFaults is --nemesis's default: no faults.
+const noFaults = nemesis.None
+
+// faultNames lists the --nemesis words, as the fault registry knows them.
+func faultNames() string { return strings.Join(nemesis.Names(), ", ") }
+
+// faultHelp is --help's list of faults, each with its summary.
+func faultHelp() string { return "\n\nFaults (--nemesis):\n" + strings.TrimRight(nemesis.Help(), "\n") }
+
+// faultFlags are the faults' own flags.
+func faultFlags() []nemesis.Flag { return nemesis.Flags() }
 
 func backendNames() string {
 	return strings.Join(registry.Names(), ", ")

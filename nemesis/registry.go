@@ -1,0 +1,435 @@
+package nemesis
+
+// The fault registry. Each fault describes itself here, from an init
+// function in its own file (pause.go, partition.go, kill.go, latency.go):
+// its --nemesis word, a line for --help, what it needs of the cluster, how
+// long it holds, its own flags, and how it is built from an Env. The
+// harness asks the registry — to validate --nemesis before anything is
+// created, to build the faults, to know how long each holds — and never
+// names a fault.
+//
+// Adding a fault is one new file in this package plus its tests: a type
+// implementing Fault and a Register call. What a fault needs that no fault
+// needed before comes through the generic parts, never a new field in the
+// harness:
+//
+//   - its own flags (Kind.Flags): the CLI offers every registered fault's
+//     flags, the harness refuses one given without a fault that owns it,
+//     checks it with Flag.Check before anything starts, and hands the
+//     values to Build in Env.Settings.Options;
+//   - a step on the Docker cluster after its containers exist and before
+//     the lock service's servers start (Kind.Prepare), for a fault that
+//     must be in place when every server starts, the first time and again
+//     after a kill;
+//   - the run's settings every fault may read (Settings).
+//
+// A clock-jump fault, say, would be clock.go: Register(Kind{Name:
+// "clock-jump", Needs: Needs{Docker: true, Servers: 1}, Flags:
+// []Flag{{Name: "clock-offset", Check: parse as a duration}}, Prepare:
+// install the time shim in every server node so that each server start
+// runs under it, Build: a Fault whose Start moves one server's clock by
+// Settings.Options["clock-offset"] and whose Stop puts it back}), with
+// clock_test.go beside it; the harness, the CLI and --help pick it up as
+// they are.
+//
+// The registry never imports the harness or a backend, and never starts
+// anything when asked what a fault accepts.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/history"
+)
+
+// None is the --nemesis word for a run without faults.
+const None = "none"
+
+// Kind describes one fault: its word, what it needs and how it is built.
+type Kind struct {
+	// Name is the --nemesis word and the Fault's Name.
+	Name string
+	// Summary is one line for --help.
+	Summary string
+	// Needs is what the fault needs of the cluster.
+	Needs Needs
+	// Hold is how long each injection stays applied, from the run's
+	// settings: HoldPause or HoldLonger (the default when nil).
+	Hold func(Settings) time.Duration
+	// Flags are the fault's own flags, refused unless the fault is
+	// chosen.
+	Flags []Flag
+	// Check, when set, refuses settings the fault cannot work with beyond
+	// what Needs says (e.g. a partition shape that cuts nothing among
+	// this many servers). Its error says why, and what works instead.
+	Check func(Settings) error
+	// Prepare, when set, runs on a Docker cluster once its containers
+	// exist and before the lock service's servers start. Env has the
+	// cluster, its servers, the storage node and the settings then, but
+	// no recorder: Observe is nil.
+	Prepare func(ctx context.Context, env *Env) error
+	// Build makes the fault for one run. An error that means the fault
+	// cannot be injected here is an *Unavailable.
+	Build func(ctx context.Context, env *Env) (Fault, error)
+}
+
+// Needs is what a fault needs of the cluster.
+type Needs struct {
+	// Docker: the fault acts on containers, servers or the network, which
+	// an in-process run does not have.
+	Docker bool
+	// Servers is the least number of lock-service server nodes it needs.
+	Servers int
+	// Leader: the fault asks the lock service which node leads (the
+	// backend's Primary).
+	Leader bool
+	// CutsClient: the fault freezes or isolates client processes, so their
+	// ops in flight may end unknown.
+	CutsClient bool
+}
+
+// Flag is a flag only some faults understand.
+type Flag struct {
+	Name  string
+	Usage string
+	// Check validates a given value ("" is the flag not given, and must be
+	// accepted); its error names what is accepted.
+	Check func(value string) error
+}
+
+// Settings are what a fault is told about the run: the validated flags that
+// concern faults and the shape of the cluster.
+type Settings struct {
+	Backend string
+	// Docker: the run is on a Docker cluster (else in process).
+	Docker bool
+	// Servers is the number of lock-service server nodes (0 in process).
+	Servers       int
+	Clients       int
+	LeaseTTL      time.Duration
+	PauseDuration time.Duration
+	// Interval is the rest between a heal and the next fault.
+	Interval time.Duration
+	// Options are the faults' own flags (Kind.Flags) by name; an absent
+	// one is "".
+	Options map[string]string
+}
+
+// HoldPause holds a fault for the pause duration (by default twice the
+// lease, so that a lease held by what was paused expires).
+func HoldPause(s Settings) time.Duration { return s.PauseDuration }
+
+// HoldLonger holds a fault for the nemesis interval but never shorter than
+// a pause, so that a partition or a kill also outlasts a lease.
+func HoldLonger(s Settings) time.Duration { return max(s.Interval, s.PauseDuration) }
+
+// DB is what the faults need of the lock service's servers (a backends.DB
+// has it).
+type DB interface {
+	Servers
+	// Primary is the node that leads now ("" when the service has none).
+	Primary(ctx context.Context, c *compose.Cluster) (string, error)
+}
+
+// Env is what a fault is built from: the run's settings and handles on the
+// system under test. The Docker fields are empty in process.
+type Env struct {
+	Settings Settings
+	// Freezer pauses client slots c1..cN and, in Docker, nodes.
+	Freezer Freezer
+	// Hold stops a client process at its next failpoint for a fault.
+	Hold *Hold
+	// Observe adds an observer of every recorded event (a history
+	// observer must never block).
+	Observe func(func(history.Event))
+
+	// Cluster is the Docker cluster (nil in process).
+	Cluster *compose.Cluster
+	// ServerNodes are the lock service's nodes (n1..nN).
+	ServerNodes []string
+	// Storage is the storage node's name.
+	Storage string
+	// DB is the lock service's servers.
+	DB DB
+
+	holders *Holders
+}
+
+// Slots lists the client slots c1..cN.
+func (e *Env) Slots(context.Context) ([]string, error) {
+	var ts []string
+	for i := 1; i <= e.Settings.Clients; i++ {
+		ts = append(ts, history.SlotName(i))
+	}
+	return ts, nil
+}
+
+// SlotOf names the slot that runs a client process.
+func (e *Env) SlotOf(process int) string { return history.SlotOf(process, e.Settings.Clients) }
+
+// Holders follows the history for the client slot holding a lease now;
+// every fault of a run shares one.
+func (e *Env) Holders() *Holders {
+	if e.holders == nil {
+		e.holders = &Holders{SlotOf: e.SlotOf}
+		e.Observe(e.holders.Observe)
+	}
+	return e.holders
+}
+
+// AllServers lists every server node.
+func (e *Env) AllServers(context.Context) ([]string, error) { return e.ServerNodes, nil }
+
+// Leader lists the node that leads now, or nothing when none does.
+func (e *Env) Leader(ctx context.Context) ([]string, error) {
+	p, err := e.DB.Primary(ctx, e.Cluster)
+	if err != nil || p == "" {
+		return nil, err
+	}
+	return []string{p}, nil
+}
+
+// Primary names the node that leads now.
+func (e *Env) Primary(ctx context.Context) (string, error) { return e.DB.Primary(ctx, e.Cluster) }
+
+// Unavailable says a fault cannot be injected into this run, and why: bad
+// input for --nemesis, not a failure of the run.
+type Unavailable struct {
+	Fault string
+	Msg   string
+}
+
+func (e *Unavailable) Error() string { return e.Msg }
+
+func unavailable(fault, format string, args ...any) error {
+	return &Unavailable{Fault: fault, Msg: fmt.Sprintf(format, args...)}
+}
+
+var kinds = map[string]Kind{}
+
+// refused are words that name no fault on purpose, with the reason.
+var refused = map[string]string{
+	"clock": "clock faults cannot be injected per container: every container shares the host's clock, so a skew in one moves every clock; there is no honest way to run it here",
+}
+
+// Register adds a fault; each fault's file calls it from init.
+func Register(k Kind) {
+	if k.Name == "" || k.Summary == "" || (k.Build == nil && k.Name != None) {
+		panic(fmt.Sprintf("nemesis: fault %q needs a name, a summary and a Build", k.Name))
+	}
+	if _, dup := kinds[k.Name]; dup {
+		panic(fmt.Sprintf("nemesis: fault %q registered twice", k.Name))
+	}
+	for _, f := range k.Flags {
+		if f.Name == "" || f.Check == nil {
+			panic(fmt.Sprintf("nemesis: fault %q: flag %q needs a name and a Check", k.Name, f.Name))
+		}
+	}
+	kinds[k.Name] = k
+}
+
+func init() {
+	Register(Kind{Name: None, Summary: "no faults: the lock alone, as a baseline"})
+}
+
+// Lookup finds a fault by its word.
+func Lookup(name string) (Kind, bool) {
+	k, ok := kinds[name]
+	return k, ok
+}
+
+// Names lists every fault's word: none first, then by name.
+func Names() []string {
+	var out []string
+	for n := range kinds {
+		if n != None {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return append([]string{None}, out...)
+}
+
+// InProcess lists the faults an in-process run can inject (none aside).
+func InProcess() []string {
+	var out []string
+	for _, n := range Names() {
+		if n != None && !kinds[n].Needs.Docker {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Help lists every fault with its summary, one per line, for --help.
+func Help() string {
+	names := Names()
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-*s  %s\n", width, n, kinds[n].Summary)
+	}
+	return b.String()
+}
+
+// Flags lists every fault's own flags, sorted by name, each once.
+func Flags() []Flag {
+	seen := map[string]bool{}
+	var out []Flag
+	for _, n := range Names() {
+		for _, f := range kinds[n].Flags {
+			if !seen[f.Name] {
+				seen[f.Name] = true
+				out = append(out, f)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// FlagOwners names the faults that understand flag.
+func FlagOwners(flag string) []string {
+	var out []string
+	for _, n := range Names() {
+		if slices.ContainsFunc(kinds[n].Flags, func(f Flag) bool { return f.Name == flag }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Injects reports whether the list names any fault (not just none).
+func Injects(names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return n != None })
+}
+
+// CheckNames refuses a --nemesis list that is empty, names a word no
+// fault has, or combines none with faults. It needs nothing of the
+// cluster.
+func CheckNames(names []string) error {
+	if len(names) == 0 {
+		return fmt.Errorf("empty list (use %s for no faults; accepted: %s)", None, strings.Join(Names(), ", "))
+	}
+	for _, n := range names {
+		if why, ok := refused[n]; ok {
+			return fmt.Errorf("%s", why)
+		}
+		if _, ok := kinds[n]; !ok {
+			return fmt.Errorf("unknown fault %q (accepted: %s)", n, strings.Join(Names(), ", "))
+		}
+		if n == None && len(names) > 1 {
+			return fmt.Errorf("%s cannot be combined with other faults", None)
+		}
+	}
+	return nil
+}
+
+// CheckFlags refuses a fault's own flag given without a chosen fault that
+// owns it, and asks each chosen fault to check its flags' values. It
+// ignores options no fault owns (a backend's own flags).
+func CheckFlags(names []string, options map[string]string) error {
+	for _, flag := range slices.Sorted(maps.Keys(options)) {
+		owners := FlagOwners(flag)
+		if len(owners) == 0 || options[flag] == "" {
+			continue
+		}
+		if !slices.ContainsFunc(owners, func(o string) bool { return slices.Contains(names, o) }) {
+			return &FlagError{Flag: flag, Msg: fmt.Sprintf("applies to --nemesis %s only", strings.Join(owners, ", "))}
+		}
+	}
+	for _, n := range names {
+		for _, f := range kinds[n].Flags {
+			if err := f.Check(options[f.Name]); err != nil {
+				return &FlagError{Flag: f.Name, Msg: err.Error()}
+			}
+		}
+	}
+	return nil
+}
+
+// FlagError is a fault's own flag given wrongly.
+type FlagError struct {
+	Flag string
+	Msg  string
+}
+
+func (e *FlagError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
+
+// Check says why fault name cannot be injected into a run with settings s
+// (an *Unavailable), or nil when it can. The harness asks it before
+// anything is created, and Build asks it again of the cluster set up.
+func Check(name string, s Settings) error {
+	k, ok := kinds[name]
+	if !ok {
+		return unavailable(name, "unknown fault %q (accepted: %s)", name, strings.Join(Names(), ", "))
+	}
+	if k.Needs.Docker && !s.Docker {
+		return unavailable(name, "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
+			name, strings.Join(InProcess(), ", "))
+	}
+	if k.Check != nil {
+		if err := k.Check(s); err != nil {
+			return unavailable(name, "%v", err)
+		}
+	}
+	if s.Docker && s.Servers < k.Needs.Servers {
+		return unavailable(name, "%s needs at least %d server nodes, and backend %s runs on %d here", name, k.Needs.Servers, s.Backend, s.Servers)
+	}
+	return nil
+}
+
+// HoldFor is how long each of a run's faults stays applied.
+func HoldFor(s Settings) func(Fault) time.Duration {
+	return func(f Fault) time.Duration {
+		if k, ok := kinds[f.Name()]; ok && k.Hold != nil {
+			return k.Hold(s)
+		}
+		return HoldLonger(s)
+	}
+}
+
+// Prepare runs the Prepare step of every fault in names that has one.
+func Prepare(ctx context.Context, names []string, env *Env) error {
+	for _, n := range names {
+		if k := kinds[n]; k.Prepare != nil {
+			if err := k.Prepare(ctx, env); err != nil {
+				return fmt.Errorf("preparing fault %s: %w", n, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Build makes the faults names lists for one run (none makes nothing),
+// checking each against env's settings first.
+func Build(ctx context.Context, names []string, env *Env) ([]Fault, error) {
+	var out []Fault
+	for _, n := range names {
+		if n == None {
+			continue
+		}
+		k := kinds[n]
+		if err := Check(n, env.Settings); err != nil {
+			return nil, err
+		}
+		if k.Needs.Docker && len(env.ServerNodes) == 0 {
+			return nil, fmt.Errorf("fault %s: the cluster has no server nodes", n)
+		}
+		f, err := k.Build(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
