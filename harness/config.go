@@ -2,8 +2,10 @@
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
 // history to the checker and the reports. It owns time, phases and the
-// recorder; it never judges a history itself, and never names a backend:
-// what a backend accepts and how it is set up, it asks backends/registry.
+// recorder; it never judges a history itself, and never names a backend or
+// a fault: what a backend accepts and how it is set up, it asks
+// backends/registry; which faults exist, what they need and how they are
+// built, it asks nemesis's registry.
 package harness
 
 import (

@@ -1,8 +1,10 @@
 // Package nemesis injects faults and heals them. A fault is one type
-// implementing Fault; the Schedule decides when faults start and stop and
-// records each interval in the history. The nemesis never decides whether a
-// history is correct, and it must heal everything it did — on time, on
-// error and on interrupt alike.
+// implementing Fault, and each describes itself to the registry
+// (registry.go) from its own file: its word, what it needs of the cluster,
+// how long it holds and how it is built. The Schedule decides when faults
+// start and stop and records each interval in the history. The nemesis
+// never decides whether a history is correct, and it must heal everything
+// it did — on time, on error and on interrupt alike.
 package nemesis
 
 import (
