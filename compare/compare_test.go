@@ -464,7 +464,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 	wall := map[string]float64{}
 	var total float64
 	for _, r := range c.Rows {
-		row := Row{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		row := Row{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: registry.Cluster(r.Cluster)}
 		cell := r.Cells[0]
 		for _, run := range cell.Runs {
 			wall[r.Backend] += run.DurationS

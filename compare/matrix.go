@@ -91,7 +91,7 @@ func DefaultBase() harness.Config {
 func DefaultBackends() []string {
 	var out []string
 	for _, be := range registry.All() {
-		if defaultCluster(be) != "inprocess" {
+		if defaultCluster(be) != registry.ClusterInProcess {
 			out = append(out, be.Name)
 		}
 	}
@@ -101,8 +101,9 @@ func DefaultBackends() []string {
 // Row is one row of the matrix. A user client's row has its directory in
 // Client and its name, marked as a client's, in Recipe.
 type Row struct {
-	Backend, Recipe, Storage, Fencing, Cluster string
-	Client                                     string
+	Backend, Recipe, Storage, Fencing string
+	Cluster                           registry.Cluster
+	Client                            string
 }
 
 func (r Row) String() string {
@@ -123,7 +124,7 @@ type Matrix struct {
 
 // Applicable says why a row cannot run under a fault ("" when it can).
 func (m *Matrix) Applicable(r Row, fault string) string {
-	if inProcess := nemesis.InProcess(); r.Cluster == "inprocess" && fault != nemesis.None && !slices.Contains(inProcess, fault) {
+	if inProcess := nemesis.InProcess(); r.Cluster == registry.ClusterInProcess && fault != nemesis.None && !slices.Contains(inProcess, fault) {
 		return fmt.Sprintf("an in-process run injects only %s", strings.Join(inProcess, ", "))
 	}
 	// The rest of the question Validate asks (e.g. a partition of a
@@ -321,7 +322,7 @@ func Expand(spec Spec) (*Matrix, error) {
 			for _, st := range storages {
 				shared := shared(st)
 				switch {
-				case shared && cluster == "inprocess" && st != "fenced":
+				case shared && cluster == registry.ClusterInProcess && st != registry.DefaultStorage:
 					continue // an in-process run has only the fenced node
 				case !shared && !slices.Contains(be.Storages, st):
 					continue // another backend's own storage
@@ -387,7 +388,7 @@ func usage(flag, format string, args ...any) error {
 // defaultCluster is where a backend runs when the matrix does not say:
 // its first cluster (in process for the memory backend, Docker for the
 // servers).
-func defaultCluster(b registry.Info) string { return b.Clusters[0] }
+func defaultCluster(b registry.Info) registry.Cluster { return b.Clusters[0] }
 
 func backendInfo(name string) (registry.Info, bool) { return registry.Lookup(name) }
 
@@ -434,7 +435,7 @@ func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 			}
 			for _, f := range fencing {
 				rows = append(rows, Row{Backend: be, Recipe: cl.Manifest.Name + " (client)", Storage: registry.DefaultStorage,
-					Fencing: f, Cluster: "docker", Client: dir})
+					Fencing: f, Cluster: registry.ClusterDocker, Client: dir})
 			}
 		}
 	}

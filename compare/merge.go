@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -209,7 +210,7 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 	}
 	timeLimit := time.Duration(first.TimeLimitS * float64(time.Second))
 	assigned := Slice(pairs, func(p reports.ComparePair) time.Duration {
-		return expectedDuration(first.Rows[p.Row].Cluster, timeLimit)
+		return expectedDuration(registry.Cluster(first.Rows[p.Row].Cluster), timeLimit)
 	}, first.Shard.Count)
 	owner := map[reports.ComparePair]int{}
 	for i, p := range pairs {

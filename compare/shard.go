@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -45,7 +46,7 @@ func ParseShard(s string) (Shard, error) {
 func (m *Matrix) Definition() []reports.MatrixField {
 	var rows []string
 	for _, r := range m.Rows {
-		rows = append(rows, r.String()+" "+r.Cluster)
+		rows = append(rows, r.String()+" "+string(r.Cluster))
 	}
 	b := m.Base
 	d := func(t time.Duration) string { return t.String() }
@@ -100,13 +101,13 @@ func (m *Matrix) Pairs() []reports.ComparePair {
 // Setup costs that a run adds to its time limit, by cluster, for
 // balancing shards: a Docker cluster is started, healed, read and torn
 // down around the workload; an in-process one costs next to nothing.
-var setupCost = map[string]time.Duration{"docker": 30 * time.Second, "inprocess": time.Second}
+var setupCost = map[registry.Cluster]time.Duration{registry.ClusterDocker: 30 * time.Second, registry.ClusterInProcess: time.Second}
 
 // expectedDuration is what a run of a row with the given cluster is
 // expected to take: its time limit plus its cluster's setup. Only the
 // matrix goes into it, so every machine computes the same.
-func expectedDuration(cluster string, timeLimit time.Duration) time.Duration {
-	return timeLimit + cmp.Or(setupCost[cluster], setupCost["docker"])
+func expectedDuration(cluster registry.Cluster, timeLimit time.Duration) time.Duration {
+	return timeLimit + cmp.Or(setupCost[cluster], setupCost[registry.ClusterDocker])
 }
 
 // Slice assigns pairs to n shards, greedily longest first: the pairs

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
@@ -29,7 +30,7 @@ import (
 func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err error) {
 	cfg.Nemesis = []string{nemesis.None}
 	cfg.Clients, cfg.Keys = 2, 1
-	cfg.Cluster, cfg.Fencing = "docker", "all"
+	cfg.Cluster, cfg.Fencing = registry.ClusterDocker, "all"
 	cfg.TimeLimit, cfg.NemesisInterval, cfg.CheckTimeout = 30*time.Second, 2*time.Second, time.Minute
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 3 // where the backend has a choice; the smallest

@@ -32,7 +32,7 @@ type Config struct {
 	Nemesis []string
 	Clients int
 	Keys    int
-	Cluster string // "inprocess" or "docker"
+	Cluster registry.Cluster
 	Nodes   int
 	// ServerVersion picks the server build where there are several.
 	ServerVersion string
@@ -195,7 +195,7 @@ func (c *Config) Validate() error {
 	if !ok {
 		return usage("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(names(), ", "))
 	}
-	if err := c.checkClient(); err != nil {
+	if err := c.checkClient(b); err != nil {
 		return err
 	}
 	if !slices.Contains(b.Recipes, c.Recipe) {
@@ -209,11 +209,11 @@ func (c *Config) Validate() error {
 	if !shared && c.Fencing != "none" {
 		return usage("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(registry.SharedStorages(), ", "))
 	}
-	if shared && c.Cluster == "inprocess" && c.Storage != registry.DefaultStorage {
+	if shared && c.Cluster == registry.ClusterInProcess && c.Storage != registry.DefaultStorage {
 		return usage("storage", "storage %s needs --cluster docker", c.Storage)
 	}
 	if !slices.Contains(b.Clusters, c.Cluster) {
-		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, strings.Join(b.Clusters, ", "))
+		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, joinClusters(b.Clusters))
 	}
 	if len(b.Versions) > 0 && !slices.Contains(b.Versions, c.ServerVersion) {
 		return usage("server-version", "backend %s has no server version %q (accepted: %s)", c.Backend, c.ServerVersion, strings.Join(b.Versions, ", "))
@@ -271,7 +271,7 @@ func (c *Config) Validate() error {
 	if c.CheckMemory < MinCheckMemory {
 		return usage("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", models.FormatBytes(c.CheckMemory), models.FormatBytes(MinCheckMemory))
 	}
-	if c.Cluster == "inprocess" {
+	if c.Cluster == registry.ClusterInProcess {
 		for _, flag := range []string{"keep-cluster", "agent-binary"} {
 			if c.Given[flag] {
 				return usage(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
@@ -288,14 +288,16 @@ func (c *Config) Validate() error {
 // only what that program can talk to is accepted: a Docker cluster, and the
 // fenced storage's HTTP API. The directory and its manifest are read here,
 // before anything is created.
-func (c *Config) checkClient() error {
+func (c *Config) checkClient(b registry.Info) error {
 	if c.ClientDir == "" {
 		c.client = nil
 		return nil
 	}
 	switch {
-	case c.Cluster == "inprocess" || c.Backend == "memory":
-		return usage("client", "the memory backend runs its own in-process lock service, which no outside client can speak to; test your client against a real service: --backend etcd, zookeeper, postgres or redis")
+	case b.ClosedToClients != "":
+		return usage("client", "%s; test your client against a real service: --backend %s", b.ClosedToClients, registry.OrList(registry.OpenToClients()))
+	case c.Cluster == registry.ClusterInProcess:
+		return usage("client", "an in-process run has no servers your client could speak to; test your client on --cluster docker against a real service: --backend %s", registry.OrList(registry.OpenToClients()))
 	case c.Given["recipe"]:
 		return usage("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
@@ -326,7 +328,7 @@ func (c *Config) checkNodes(b registry.Info) error {
 		}
 		return usage("nodes", "backend %s runs one server; drop the flag", c.Backend)
 	}
-	if (c.Cluster == "docker" || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
+	if (c.Cluster == registry.ClusterDocker || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
 		return usage("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
 	}
 	return nil
@@ -353,6 +355,14 @@ func (c *Config) checkOptions(b registry.Info) error {
 		}
 	}
 	return nil
+}
+
+func joinClusters(cs []registry.Cluster) string {
+	var s []string
+	for _, c := range cs {
+		s = append(s, string(c))
+	}
+	return strings.Join(s, ", ")
 }
 
 func joinInts(ns []int) string {

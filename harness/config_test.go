@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/backends/registry"
 )
 
 // Validate asks the question buildFaults asks, so a fault the cluster
@@ -34,7 +36,7 @@ func TestValidateRefusesFaultsTheClusterCannotInject(t *testing.T) {
 		{"zookeeper", "", "docker", 5, "partition", true},
 	} {
 		cfg := memoryConfig(t, "none", tc.fault)
-		cfg.Backend, cfg.Recipe, cfg.Cluster, cfg.Nodes = tc.backend, tc.recipe, tc.cluster, tc.nodes
+		cfg.Backend, cfg.Recipe, cfg.Cluster, cfg.Nodes = tc.backend, tc.recipe, registry.Cluster(tc.cluster), tc.nodes
 		cfg.LeaseTTL = 2 * time.Second
 		cfg.Defaults()
 		err := cfg.Validate()

@@ -87,7 +87,7 @@ func (c *Config) checkFaults(b registry.Info) error {
 	if err := nemesis.CheckNames(c.Nemesis); err != nil {
 		return usage("nemesis", "%v", err)
 	}
-	docker := c.Cluster == "docker"
+	docker := c.Cluster == registry.ClusterDocker
 	servers := 0
 	if docker {
 		_, n, err := b.NewDB(c.setup(""))

@@ -102,7 +102,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		return nil, err
 	}
 	out := &Outcome{Dir: dir}
-	if cfg.Cluster == "docker" {
+	if cfg.Cluster == registry.ClusterDocker {
 		if cfg.testID == "" {
 			cfg.testID = testID(&cfg, started)
 		}
@@ -202,7 +202,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 			fail(fmt.Errorf("tearing down: %w", err))
 		}
 	}
-	if cfg.Cluster == "docker" && cfg.clusterAsked {
+	if cfg.Cluster == registry.ClusterDocker && cfg.clusterAsked {
 		if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
 			logf("%s", hint)
 			if runErr == nil {
@@ -340,7 +340,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 	p := []reports.Param{
 		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
 		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
-		{Name: "cluster", Value: cfg.Cluster}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
+		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: models.FormatBytes(cfg.CheckMemory)},

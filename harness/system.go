@@ -32,9 +32,9 @@ func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 func openSystem(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
 	b, _ := backendInfo(cfg.Backend)
 	switch {
-	case cfg.Cluster == "inprocess" && b.InProcess != nil:
+	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
 		return inProcess{b.InProcess(cfg.setup(""))}, nil
-	case cfg.Cluster == "docker":
+	case cfg.Cluster == registry.ClusterDocker:
 		return openDocker(ctx, cfg, dir, logf, progress)
 	}
 	return nil, fmt.Errorf("backend %s on cluster %s is not available in this build", cfg.Backend, cfg.Cluster)

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
@@ -56,6 +57,19 @@ type Option struct {
 	Check func(value string) error
 }
 
+// Cluster is where a backend's system under test runs: the --cluster
+// value.
+type Cluster string
+
+const (
+	// ClusterInProcess runs the whole system in the check process: no
+	// containers, servers or network.
+	ClusterInProcess Cluster = "inprocess"
+	// ClusterDocker runs the servers, the storage and one container per
+	// client slot on a Docker engine.
+	ClusterDocker Cluster = "docker"
+)
+
 // Info describes a backend: what it accepts and how it is set up.
 type Info struct {
 	Name    string
@@ -63,9 +77,9 @@ type Info struct {
 	// Storages the backend keeps itself (etcd: the resource in etcd); the
 	// shared ones (Storages, e.g. the fenced node) work with every backend.
 	Storages []string
-	// Clusters it runs on, "inprocess" or "docker"; the first is the
-	// default. "inprocess" needs InProcess.
-	Clusters []string
+	// Clusters it runs on; the first is the default. ClusterInProcess
+	// needs InProcess.
+	Clusters []Cluster
 	// MinTTL is the shortest lease the flag accepts (a backend may still
 	// clamp it up, and says so in Notes).
 	MinTTL time.Duration
@@ -77,6 +91,10 @@ type Info struct {
 	FixedNodes string
 	// Options are the backend's own flags.
 	Options []Option
+	// ClosedToClients says why no outside lock client (--client) can
+	// speak to this backend's lock service, e.g. one that lives inside
+	// fencecheck; "" when a client can.
+	ClosedToClients string
 
 	// NewDB makes the servers' side for a Docker run and says how many
 	// server nodes it needs. It must not start anything: validation calls
@@ -135,7 +153,7 @@ func Register(b Info) {
 	if _, dup := Lookup(b.Name); dup {
 		panic(fmt.Sprintf("registry: backend %q registered twice", b.Name))
 	}
-	if slices.Contains(b.Clusters, "inprocess") != (b.InProcess != nil) {
+	if slices.Contains(b.Clusters, ClusterInProcess) != (b.InProcess != nil) {
 		panic(fmt.Sprintf("registry: backend %q: cluster inprocess and InProcess go together", b.Name))
 	}
 	infos = append(infos, b)
@@ -162,6 +180,40 @@ func Names() []string {
 		out = append(out, b.Name)
 	}
 	return out
+}
+
+// RunsInProcess reports whether the backend can run on ClusterInProcess.
+func (b Info) RunsInProcess() bool { return slices.Contains(b.Clusters, ClusterInProcess) }
+
+// DefaultBackend is the backend a test uses unless told otherwise: the
+// first that runs in process, so that a first run needs no Docker.
+func DefaultBackend() string {
+	for _, b := range infos {
+		if b.RunsInProcess() {
+			return b.Name
+		}
+	}
+	return ""
+}
+
+// OpenToClients names the backends an outside lock client (--client) can
+// speak to.
+func OpenToClients() []string {
+	var out []string
+	for _, b := range infos {
+		if b.ClosedToClients == "" {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// OrList joins names for a message: "a, b, c or d".
+func OrList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // Option finds backend b's own flag.

@@ -19,7 +19,7 @@ func TestEveryBackendDescribesItself(t *testing.T) {
 		if b.NewDB == nil || b.OpenClient == nil || b.MinTTL <= 0 {
 			t.Errorf("%s: NewDB, OpenClient and MinTTL are required", b.Name)
 		}
-		if slices.Contains(b.Clusters, "inprocess") != (b.InProcess != nil) {
+		if b.RunsInProcess() != (b.InProcess != nil) {
 			t.Errorf("%s: clusters %v and InProcess disagree", b.Name, b.Clusters)
 		}
 		// Asking for the server count starts nothing and needs no test id.
@@ -57,5 +57,24 @@ func TestOptionsBelongToTheirBackend(t *testing.T) {
 		t.Error("redis NewDB accepted recipe nope")
 	} else if fe, ok := err.(*registry.FlagError); !ok || fe.Flag != "recipe" {
 		t.Errorf("redis NewDB(nope) = %v, want a --recipe FlagError", err)
+	}
+}
+
+// Backends describe their capabilities, so that nothing outside backends
+// compares a backend's name.
+func TestCapabilities(t *testing.T) {
+	if got := registry.DefaultBackend(); got != "memory" {
+		t.Errorf("DefaultBackend() = %q, want the one that runs in process (memory)", got)
+	}
+	if got := registry.OpenToClients(); !slices.Equal(got, []string{"etcd", "postgres", "redis", "zookeeper"}) {
+		t.Errorf("OpenToClients() = %v", got)
+	}
+	if got := registry.OrList([]string{"a", "b", "c"}); got != "a, b or c" {
+		t.Errorf("OrList = %q", got)
+	}
+	for _, b := range registry.All() {
+		if b.RunsInProcess() && b.ClosedToClients == "" {
+			t.Errorf("%s runs in process yet says an outside client could speak to it", b.Name)
+		}
 	}
 }

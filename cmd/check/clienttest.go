@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 )
 
@@ -29,7 +30,7 @@ exchanged. Exit 0 when every check passed, 1 when one failed.`,
 				return usageErr("--client: name the client directory (the one that holds fencecheck-client.json)")
 			}
 			if !cmd.Flags().Changed("backend") {
-				return usageErr("--backend: name the lock service your client speaks to: etcd, zookeeper, postgres or redis")
+				return usageErr("--backend: name the lock service your client speaks to: %s", registry.OrList(registry.OpenToClients()))
 			}
 			cfg.Given = map[string]bool{}
 			sig, stop := signals()
@@ -49,7 +50,7 @@ exchanged. Exit 0 when every check passed, 1 when one failed.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.ClientDir, "client", "", "the client directory (fencecheck-client.json and your program)")
-	f.StringVar(&cfg.Backend, "backend", "", "the lock service: etcd, zookeeper, postgres or redis")
+	f.StringVar(&cfg.Backend, "backend", "", "the lock service: "+registry.OrList(registry.OpenToClients()))
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "the lease the client is told to use")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary for the containers (default: $FENCECHECK_BINARY, else this one)")
 	cmd.SetFlagErrorFunc(flagError)

@@ -99,7 +99,7 @@ at the newest.` + faultHelp(),
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.Backend, "backend", "memory", "lock service: "+backendNames())
+	f.StringVar(&cfg.Backend, "backend", registry.DefaultBackend(), "lock service: "+backendNames())
 	f.StringVar(&cfg.Recipe, "recipe", "", "lock recipe (default: the backend's first; memory: lease)")
 	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node, default), postgres (a row fenced in SQL, any backend, docker only), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
 	f.StringVar(&cfg.ClientDir, "client", "", "run your own lock client: a directory with fencecheck-client.json and your program (docs/client-protocol.md); fenced storage only")
@@ -110,7 +110,7 @@ at the newest.` + faultHelp(),
 	f.IntVar(&testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
 	f.BoolVar(&keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
-	f.StringVar(&cfg.Cluster, "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
+	f.StringVar((*string)(&cfg.Cluster), "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes of etcd and zookeeper: 3 or 5 (the other backends' count is fixed)")
 	f.StringVar(&cfg.ServerVersion, "server-version", "", "server build where there are several (etcd: 3.6 or 3.4)")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
