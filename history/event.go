@@ -28,6 +28,12 @@ const (
 	Fail Type = "fail"
 	// Info means the outcome is unknown: a timeout, a crash, a lost connection.
 	Info Type = "info"
+	// End is the last line of a finished run's history, written after the
+	// final reads: {"index":N,"time":T,"type":"end"}. A history without it
+	// did not finish (its run was killed, crashed or interrupted), and no
+	// reader calls it valid. It is no op: readers check it and hand on
+	// only the events before it (History.Ended says it was there).
+	End Type = "end"
 )
 
 // Client operation names.
@@ -94,6 +100,9 @@ type wireEvent struct {
 
 // MarshalJSON writes the documented wire shape.
 func (e Event) MarshalJSON() ([]byte, error) {
+	if e.Type == End {
+		return []byte(`{"index":` + strconv.FormatInt(e.Index, 10) + `,"time":` + strconv.FormatInt(e.Time, 10) + `,"type":"end"}`), nil
+	}
 	w := wireEvent{Index: e.Index, Time: e.Time, Type: e.Type, F: e.F, Key: e.Key, Prev: e.Prev, Error: e.Error, Call: e.Call, Return: e.Return}
 	if e.IsNemesis() {
 		w.Process = json.RawMessage(`"nemesis"`)
@@ -127,6 +136,12 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	*e = Event{Index: w.Index, Time: w.Time, Type: w.Type, F: w.F, Key: w.Key, Prev: w.Prev, Error: w.Error, Call: w.Call, Return: w.Return}
+	if w.Type == End {
+		if len(w.Process) > 0 || w.F != "" || w.Key != "" || w.Token != nil || w.Prev != nil || len(w.Value) > 0 || w.Error != "" || w.Call != 0 || w.Return != 0 {
+			return fmt.Errorf("an end event has index, time and type only")
+		}
+		return nil
+	}
 	if w.Token != nil {
 		e.Token = *w.Token
 	}

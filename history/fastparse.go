@@ -117,8 +117,9 @@ func decodeFast(b []byte, e *Event) bool {
 	if p.i != len(p.b) || !hasProcess {
 		return false
 	}
-	// A nemesis event's value is a list of nodes: leave it to encoding/json.
-	if e.Process == NemesisProcess && e.Value != nil {
+	// A nemesis event's value is a list of nodes, and the end event has
+	// a shape of its own: leave them to encoding/json.
+	if e.Type == End || (e.Process == NemesisProcess && e.Value != nil) {
 		return false
 	}
 	return true
@@ -197,7 +198,7 @@ func (p *fastParser) int() (int64, bool) {
 // same bytes as json.Marshal writes, several times faster for the common
 // client event; anything else goes through json.Marshal.
 func (e Event) AppendJSON(b []byte) ([]byte, error) {
-	if e.IsNemesis() || !plain(string(e.Type)) || !plain(e.F) || !plain(e.Key) || !plain(e.Error) {
+	if e.Type == End || e.IsNemesis() || !plain(string(e.Type)) || !plain(e.F) || !plain(e.Key) || !plain(e.Error) {
 		m, err := json.Marshal(e)
 		return append(b, m...), err
 	}

@@ -3,12 +3,14 @@ package history
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -52,7 +54,8 @@ func ParseFile(path string) ([]Event, error) {
 }
 
 // History is a history read back by Load: the events of its complete
-// lines, and which line was dropped when the last one was cut short.
+// lines, which line was dropped when the last one was cut short, and
+// whether it is a finished run's (Unfinished).
 type History struct {
 	Events []Event
 	// Lines counts the lines that were not blank, the dropped one
@@ -62,6 +65,12 @@ type History struct {
 	// JSON object and was left out (the run was killed while writing it);
 	// 0 when every line was complete. A caller must say so: Note.
 	Dropped int
+	// Ended: the history's last line is the end event a finished run
+	// writes after its final reads (docs/history.md).
+	Ended bool
+	// Open are the client invokes left without a completion at the end,
+	// in history order: a finished run completes every op it starts.
+	Open []Event
 }
 
 // Note says what Load left out, or "" when nothing was.
@@ -70,6 +79,36 @@ func (h *History) Note() string {
 		return ""
 	}
 	return fmt.Sprintf("the last line (line %d) was incomplete and was dropped: the run was probably killed while writing it", h.Dropped)
+}
+
+// Unfinished says why the history is not the whole record of a finished
+// run, or "" when it is: its last line was cut short, it has no end
+// event (its run was killed, crashed or interrupted before the end of its
+// final reads — or an older fencecheck, which wrote none, recorded it),
+// or client ops are still open at its end. A history that is not
+// finished may still show a violation, but it is never valid: what the
+// run did next, and the final reads that pin the storage's state, are
+// not in it.
+func (h *History) Unfinished() string {
+	var why []string
+	if h.Dropped != 0 {
+		why = append(why, fmt.Sprintf("its last line (line %d) was cut short: the run was killed while writing it", h.Dropped))
+	}
+	if !h.Ended {
+		why = append(why, "it has no end event: the run did not finish (it was killed, crashed or interrupted before the end of its final reads, or a fencecheck older than the end event recorded it)")
+	}
+	if n := len(h.Open); n > 0 {
+		o := h.Open[0]
+		op := "op"
+		if n > 1 {
+			op = "ops"
+		}
+		why = append(why, fmt.Sprintf("%d client %s still open at its end (the first: process %d's %s on %s, index %d), which a finished run would have completed", n, op, o.Process, o.F, o.Key, o.Index))
+	}
+	if len(why) == 0 {
+		return ""
+	}
+	return "the history is not a finished run's: " + strings.Join(why, "; ")
 }
 
 // Load reads and validates a history as Parse does, except that a last
@@ -92,8 +131,7 @@ func Load(r io.Reader) (*History, error) {
 // history that a kill may have cut.
 func LoadEach(r io.Reader, fn func(Event) error) (*History, error) {
 	h := &History{}
-	var err error
-	h.Lines, h.Dropped, err = scan(r, true, fn)
+	err := scan(r, true, h, fn)
 	return h, err
 }
 
@@ -110,27 +148,32 @@ func LoadFile(path string) (*History, error) {
 // Scan validates a history like Parse and hands each event to fn as it
 // goes, so a caller can stream a large history.
 func Scan(r io.Reader, fn func(Event) error) error {
-	_, _, err := scan(r, false, fn)
-	return err
+	return scan(r, false, &History{}, fn)
 }
 
-// scan is Scan; with lenient, a last line that is not complete JSON is
-// held back rather than refused, and its number returned as dropped.
-func scan(r io.Reader, lenient bool, fn func(Event) error) (lines, dropped int, err error) {
+// scan is Scan, filling in h's counts; with lenient, a last line that is
+// not complete JSON is held back rather than refused, and its number set
+// as h.Dropped. The end event is checked (nothing may follow it) and
+// recorded in h.Ended, not handed to fn.
+func scan(r io.Reader, lenient bool, h *History, fn func(Event) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	v := NewValidator()
-	line := 0
+	line, endLine := 0, 0
 	var cut *ParseError // a line that is not complete JSON, refused unless it is the last
+	defer func() { h.Open = v.Pending() }()
 	for sc.Scan() {
 		line++
 		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}
-		lines++
+		h.Lines++
 		if cut != nil {
-			return lines, 0, cut
+			return cut
+		}
+		if endLine != 0 {
+			return &ParseError{line, fmt.Sprintf("an event after the end event (line %d): the end event is the last line of a history", endLine)}
 		}
 		var e Event
 		if !decodeFast(b, &e) {
@@ -141,30 +184,38 @@ func scan(r io.Reader, lenient bool, fn func(Event) error) (lines, dropped int, 
 				if errors.As(err, &se) || errors.Is(err, io.ErrUnexpectedEOF) {
 					cut = &ParseError{line, "not a complete JSON object (truncated or malformed): " + err.Error()}
 					if !lenient {
-						return lines, 0, cut
+						return cut
 					}
 					continue
 				}
-				return lines, 0, &ParseError{line, decodeMessage(err)}
+				return &ParseError{line, decodeMessage(err)}
 			}
 		}
+		if e.Type == End {
+			if err := v.CheckEnd(e); err != nil {
+				return &ParseError{line, err.Error()}
+			}
+			endLine = line
+			h.Ended = true
+			continue
+		}
 		if err := v.Check(e); err != nil {
-			return lines, 0, &ParseError{line, err.Error()}
+			return &ParseError{line, err.Error()}
 		}
 		if err := fn(e); err != nil {
-			return lines, 0, err
+			return err
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return lines, 0, &ParseError{line + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
+			return &ParseError{line + 1, fmt.Sprintf("line longer than %d bytes", maxLine)}
 		}
-		return lines, 0, err
+		return err
 	}
 	if cut != nil {
-		return lines, cut.Line, nil
+		h.Dropped = cut.Line
 	}
-	return lines, 0, nil
+	return nil
 }
 
 // decodeMessage says what is wrong with a line that is JSON but not an
@@ -242,6 +293,32 @@ func NewValidator() *Validator {
 	return &Validator{first: true, pending: map[int]Event{}, retired: map[int]bool{}}
 }
 
+// CheckEnd accepts the end event e, or says which rule it breaks: it
+// follows the events before it in index and time, as any event does.
+func (v *Validator) CheckEnd(e Event) error {
+	if e.Index < 0 || e.Time < 0 {
+		return fmt.Errorf("index and time must not be negative")
+	}
+	if !v.first && e.Index <= v.lastIndex {
+		return fmt.Errorf("end event: index %d is not greater than the previous index %d", e.Index, v.lastIndex)
+	}
+	if !v.first && e.Time < v.lastTime {
+		return fmt.Errorf("end event: time %d goes backwards (previous event at %d)", e.Time, v.lastTime)
+	}
+	return nil
+}
+
+// Pending are the client invokes still waiting for their completion, in
+// history order.
+func (v *Validator) Pending() []Event {
+	out := make([]Event, 0, len(v.pending))
+	for _, e := range v.pending {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Event) int { return cmp.Compare(a.Index, b.Index) })
+	return out
+}
+
 // Check accepts e or says which rule it breaks.
 func (v *Validator) Check(e Event) error {
 	if !v.first {
@@ -257,8 +334,10 @@ func (v *Validator) Check(e Event) error {
 	}
 	switch e.Type {
 	case Invoke, OK, Fail, Info:
+	case End:
+		return fmt.Errorf("an end event here: it is the last line of a finished run's history, not an op")
 	default:
-		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info)", e.Type)
+		return fmt.Errorf("unknown type %q (want invoke, ok, fail or info; end on the last line)", e.Type)
 	}
 	if e.F == "" {
 		return fmt.Errorf("missing field \"f\"")

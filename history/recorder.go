@@ -19,6 +19,7 @@ type Recorder struct {
 	whole     int64 // bytes of whole lines written
 	next      int64
 	err       error
+	ended     bool
 	observers []func(Event)
 	counts    Counts
 }
@@ -94,6 +95,9 @@ func (r *Recorder) Record(e Event) Event {
 	case e.Type == Info:
 		r.counts.Info++
 	}
+	if r.ended && r.err == nil {
+		r.err = fmt.Errorf("writing the history: event %d (%s %s) came after the end event (a bug in fencecheck; the history is kept as it was at the end)", e.Index, e.Type, e.F)
+	}
 	if r.err == nil {
 		// One write per event, straight to the file: nothing waits in a
 		// buffer for a crash to lose.
@@ -121,6 +125,39 @@ func (r *Recorder) Record(e Event) Event {
 		f(e)
 	}
 	return e
+}
+
+// End writes the end event, {"index":N,"time":T,"type":"end"}, as the
+// history's last line: the run finished — its workload ran its full time
+// and its final reads were taken — and the history is its whole record.
+// A run killed, crashed or interrupted never gets here, so its history
+// has no end and no reader calls it valid (docs/history.md). Nothing may
+// be recorded after it: a later Record is not written and makes Err
+// fail. It returns Err.
+func (r *Recorder) End() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended || r.err != nil {
+		return r.err
+	}
+	e := Event{Index: r.next, Time: r.Now(), Type: End}
+	r.next++
+	r.ended = true
+	b, _ := e.MarshalJSON()
+	b = append(b, '\n')
+	n, err := r.sink.Write(b)
+	if err == nil && n < len(b) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		r.err = fmt.Errorf("writing the history's end: %w", err)
+		if t, ok := r.sink.(interface{ Truncate(int64) error }); ok {
+			t.Truncate(r.whole)
+		}
+		return r.err
+	}
+	r.whole += int64(len(b))
+	return nil
 }
 
 // Counts returns the completions so far.
