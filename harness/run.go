@@ -192,6 +192,15 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		rec = history.NewRecorder(histFile)
 		cfg.live = startLive(&cfg, rec, logf)
 		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
+		if runErr == nil && done.incomplete == "" && !done.interrupted {
+			// The workload ran its full time and every final read was
+			// taken: the history is the whole record, and says so last.
+			// A run that gets no further than this line, whatever stopped
+			// it, leaves a history no re-check calls valid.
+			if err := rec.End(); err != nil {
+				logf("writing the history's end: %v", err)
+			}
+		}
 		cfg.live.wait()
 		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
 		if out.Incomplete != "" {

@@ -121,6 +121,11 @@ func TestCleanRunIsValidAndWritesTheStore(t *testing.T) {
 	if last.F != history.Read || last.Type != history.OK {
 		t.Errorf("the history does not end with a final read: %+v", last)
 	}
+	// And after them, last, the end event: the run finished.
+	h, err := history.LoadFile(filepath.Join(out.Dir, "history.jsonl"))
+	if err != nil || !h.Ended || h.Unfinished() != "" {
+		t.Errorf("a finished run's history: ended %v, %q, %v", h.Ended, h.Unfinished(), err)
+	}
 }
 
 // The saved history, checked again, gives the same verdict.
