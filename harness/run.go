@@ -41,6 +41,10 @@ type Outcome struct {
 	Incomplete string
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string
+	// Unwritten names the outputs written after the check that could not
+	// be (the reports, --junit, the step summary), each with why. They
+	// leave the verdict as it is: Run still returns it.
+	Unwritten []string
 	// Report is what the run's reports were made from — the history as
 	// recorded, its ops and faults, the parameters and the verdict — kept
 	// in memory for callers that summarize runs (compare) so that nothing
@@ -83,6 +87,9 @@ func ExitCode(v models.Verdict) int {
 func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkOutputs(&cfg); err != nil {
 		return nil, err
 	}
 	if sig.Stop == nil {
@@ -242,8 +249,11 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		fail(fmt.Errorf("reading back the history: %w", err))
 	}
 	ops, faultIntervals := history.Pair(events)
-	logf("checking %d ops", len(ops))
-	con.Status(fmt.Sprintf("checking %d ops against the fenced-storage model…", len(ops)))
+	// Every client op is counted here; a key's line later counts the
+	// ones its check had to place (releases and plain failures change
+	// nothing and are not placed).
+	logf("checking %d client ops", len(ops))
+	con.Status(fmt.Sprintf("checking %d client ops against the fenced-storage model…", len(ops)))
 	checkStart := time.Now()
 	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
 	out.Result = models.StaleWriteFirst(out.Result, ops)
@@ -278,22 +288,29 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		r.Error = runErr.Error()
 	}
 	out.Report = r
+	// A file that cannot be written now never replaces the verdict: the
+	// check is done, and what it found is printed and returned; the
+	// failure is said beside it (Outcome.Unwritten).
 	if err := reports.WriteAll(r); err != nil {
-		logf("writing the reports: %v", err)
-		fail(fmt.Errorf("writing the reports: %w", err))
+		out.Unwritten = append(out.Unwritten, fmt.Sprintf("the reports in %s were not all written: %v", dir, err))
 	}
 	if cfg.JUnit != "" {
 		if err := reports.WriteJUnitFile(cfg.JUnit, r); err != nil {
-			logf("writing %s: %v", cfg.JUnit, err)
-			fail(err)
+			out.Unwritten = append(out.Unwritten, fmt.Sprintf("the JUnit file %s was not written: %v", cfg.JUnit, err))
 		}
 	}
 	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
-		logf("writing the step summary: %v", err)
+		out.Unwritten = append(out.Unwritten, fmt.Sprintf("the step summary was not written: %v", err))
+	}
+	for _, u := range out.Unwritten {
+		logf("also: %s", u)
 	}
 	if progress != nil {
 		con.Clear()
 		reports.Summary(progress, r)
+		for _, u := range out.Unwritten {
+			fmt.Fprintf(progress, "also: %s (the verdict above stands)\n", u)
+		}
 	}
 	return out, runErr
 }

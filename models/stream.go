@@ -287,6 +287,13 @@ type ReadStats struct {
 	// Lines is the number of non-blank lines; Dropped the number of a
 	// last line cut by a kill and left out (0: none), as history.Load.
 	Lines, Dropped int
+	// Unfinished says why the history is not a finished run's
+	// (history.History.Unfinished), "" when it is; it is known only when
+	// the whole history was read (Complete).
+	Unfinished string
+	// Complete: the read reached the end of the history (the check did
+	// not stop it first).
+	Complete bool
 }
 
 // CheckReader checks a history as it reads it (JSON Lines, as
@@ -305,6 +312,9 @@ func CheckReader(ctx context.Context, r io.Reader, opts Options) (Result, ReadSt
 	if err != nil && !errors.Is(err, ErrStopped) {
 		s.done()
 		return Result{}, st, err
+	}
+	if err == nil {
+		st.Complete, st.Unfinished = true, h.Unfinished()
 	}
 	return s.Finish(), st, nil
 }

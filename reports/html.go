@@ -152,7 +152,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 	v := reportView{
 		Name: clean(r.Name), Verdict: r.Result.Verdict, Explanation: clean(res.Explanation),
 		Started: res.Started, DurationS: res.DurationS, CheckS: res.CheckS, Events: res.Events,
-		Interrupted: r.Interrupted, Incomplete: clean(r.Incomplete), Error: clean(r.Error), HistoryNote: clean(r.HistoryNote), Command: clean(r.Command), Stats: res.Stats,
+		Interrupted: r.Interrupted, Incomplete: clean(r.NotFinished()), Error: clean(r.Error), HistoryNote: clean(r.HistoryNote), Command: clean(r.Command), Stats: res.Stats,
 		Timelines: Timelines(r), Latency: Latency(r), Throughput: Throughput(r), Legend: legendFs(r.Ops),
 		Colors: map[string]string{"ok": colorOK, "fail": colorFail, "info": colorInfo, "fault": colorFault,
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},

@@ -112,10 +112,10 @@ func WriteJUnit(w io.Writer, r *Run) error {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	if r.Error != "" || r.Incomplete != "" || len(r.Result.Keys) == 0 {
+	if r.Error != "" || r.NotFinished() != "" || len(r.Result.Keys) == 0 {
 		msg := r.Error
-		if msg == "" && r.Incomplete != "" && r.Result.Verdict == models.Invalid {
-			msg = "the run did not finish: " + r.Incomplete
+		if msg == "" && r.NotFinished() != "" && r.Result.Verdict == models.Invalid {
+			msg = "the run did not finish: " + r.NotFinished()
 		}
 		if msg == "" {
 			msg = r.Result.Explanation

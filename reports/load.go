@@ -39,7 +39,8 @@ const schemaPrefix = "fencecheck/results/"
 // LoadRun reads a stored run directory back into a Run: the history
 // (validated as docs/history.md says; a *history.ParseError names the bad
 // line; a last line cut by a kill is dropped and HistoryNote says so)
-// and, when the directory has a results.json, the run's name,
+// and whether it is a finished run's (Run.Unfinished), and, when the
+// directory has a results.json, the run's name,
 // parameters, command, start, duration, interrupt, incompleteness and
 // error. The verdict
 // is not read back: the caller checks the history again and sets Result.
@@ -49,7 +50,7 @@ func LoadRun(dir string) (*Run, error) {
 		return nil, err
 	}
 	ops, faults := history.Pair(h.Events)
-	r := &Run{Dir: dir, Events: h.Events, Ops: ops, Faults: faults, HistoryNote: h.Note()}
+	r := &Run{Dir: dir, Events: h.Events, Ops: ops, Faults: faults, HistoryNote: h.Note(), Unfinished: h.Unfinished()}
 	old, err := ReadResults(filepath.Join(dir, runstore.ResultsFile))
 	switch {
 	case err == nil:

@@ -47,6 +47,11 @@ type Results struct {
 	// Incomplete says what the run did not do that a valid verdict
 	// needs (docs/results.md); the verdict is then at best unknown.
 	Incomplete string `json:"incomplete,omitempty"`
+	// Unfinished, written by `check report`, says why the history is not
+	// a finished run's (no end event, a last line cut short, ops still
+	// open; docs/history.md); the verdict is then at best unknown. It is
+	// found again from the history each time, never read back.
+	Unfinished string `json:"unfinished,omitempty"`
 }
 
 // MakeResults builds results.json's content.
@@ -56,7 +61,7 @@ func MakeResults(r *Run) Results {
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
-		Incomplete: r.Incomplete,
+		Incomplete: r.Incomplete, Unfinished: r.Unfinished,
 	}
 }
 

@@ -62,6 +62,24 @@ type Run struct {
 	// HistoryNote says what reading the history back left out (its last
 	// line, cut by a kill), or "".
 	HistoryNote string
+	// Unfinished, on a run read back from its directory (LoadRun), says
+	// why its history is not a finished run's (history.History.Unfinished):
+	// no end event, a cut last line, ops still open. "" when it is, and
+	// on a run just carried out (the harness knows how it went).
+	Unfinished string
+}
+
+// NotFinished is every reason the run did not finish, joined: what it
+// did not do (Incomplete) and why its history is not a finished run's
+// (Unfinished); "" when it finished.
+func (r *Run) NotFinished() string {
+	switch {
+	case r.Incomplete == "":
+		return r.Unfinished
+	case r.Unfinished == "":
+		return r.Incomplete
+	}
+	return r.Incomplete + "; " + r.Unfinished
 }
 
 // End is the time of the last thing the run's history knows.
@@ -99,16 +117,29 @@ func WriteAll(r *Run) error {
 	return errors.Join(errs...)
 }
 
+// writeFile writes path whole or not at all: fill writes a temporary
+// file beside it, which then replaces path in one rename. A reader — a
+// person, CI, `check serve` — sees the old file or the new one, never
+// half of one, and a write that fails (a full disk) leaves the old file
+// as it was.
 func writeFile(path string, fill func(*os.File) error) error {
-	f, err := os.Create(path)
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		return err
 	}
-	if err := fill(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	tmp := f.Name()
+	err = fill(f)
+	if err == nil {
+		err = f.Chmod(0o644)
 	}
-	if err := f.Close(); err != nil {
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
 		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
 	}
 	return nil

@@ -56,9 +56,9 @@ func StepSummary(r *Run) string {
 	if r.Interrupted {
 		b.WriteString("The run was interrupted by a signal: the history ends where it stopped.\n\n")
 	}
-	if r.Incomplete != "" && r.Result.Verdict != models.Unknown {
+	if r.NotFinished() != "" && r.Result.Verdict != models.Unknown {
 		// Unknown says it in the explanation already.
-		fmt.Fprintf(&b, "The run did not finish: %s.\n\n", md(r.Incomplete))
+		fmt.Fprintf(&b, "The run did not finish: %s.\n\n", md(r.NotFinished()))
 	}
 	if len(r.Result.Keys) > 0 {
 		b.WriteString("| key | verdict | ops | explanation |\n|---|---|---:|---|\n")

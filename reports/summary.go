@@ -36,6 +36,9 @@ func Summary(w io.Writer, r *Run) {
 	if r.Incomplete != "" {
 		fmt.Fprintf(w, "  incomplete: %s\n", r.Incomplete)
 	}
+	if r.Unfinished != "" {
+		fmt.Fprintf(w, "  unfinished: %s\n", r.Unfinished)
+	}
 	if r.Error != "" {
 		fmt.Fprintf(w, "  error: %s\n", r.Error)
 	}
@@ -43,18 +46,23 @@ func Summary(w io.Writer, r *Run) {
 		fmt.Fprintf(w, "  history.jsonl: %s\n", r.HistoryNote)
 	}
 	fmt.Fprintln(w)
-	switch r.Result.Verdict {
-	case models.Valid:
-		fmt.Fprintln(w, "VALID: every key's history is consistent with correctly fenced storage.")
-	case models.Invalid:
-		fmt.Fprintln(w, "INVALID: "+Headline(r.Result))
-	default:
-		fmt.Fprintln(w, "UNKNOWN: "+Headline(r.Result))
-	}
+	fmt.Fprintln(w, VerdictLine(r.Result))
 	fmt.Fprintf(w, "report: %s\n", filepath.Join(r.Dir, runstore.ReportFile))
 	if strings.TrimSpace(r.Command) != "" {
 		fmt.Fprintf(w, "rerun:  %s\n", r.Command)
 	}
+}
+
+// VerdictLine is the sentence a check ends with, the same for a run,
+// `check report` and `check analyze`: VALID, INVALID or UNKNOWN and why.
+func VerdictLine(res models.Result) string {
+	switch res.Verdict {
+	case models.Valid:
+		return "VALID: every key's history is consistent with correctly fenced storage."
+	case models.Invalid:
+		return "INVALID: " + Headline(res)
+	}
+	return "UNKNOWN: " + Headline(res)
 }
 
 // maxListedKeys: with more keys than this, the summary lists only the keys
@@ -72,7 +80,7 @@ func KeyLines(w io.Writer, indent string, keys []models.KeyResult) {
 			valid = append(valid, k)
 			continue
 		}
-		fmt.Fprintf(w, "%skey %-6s %-8s (%d ops, %d ms)\n", indent, k.Key, k.Verdict, k.Ops, k.CheckMillis)
+		fmt.Fprintf(w, "%skey %-6s %-8s (%d ops placed, %d ms)\n", indent, k.Key, k.Verdict, k.Ops, k.CheckMillis)
 	}
 	if len(valid) > 0 {
 		fmt.Fprintf(w, "%s%d %s valid (%s)\n", indent, len(valid), plural(len(valid), "key", "keys"), opsRange(valid))

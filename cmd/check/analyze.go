@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,8 +27,10 @@ func newAnalyzeCmd() *cobra.Command {
 		Long: `analyze checks a saved history against the fenced-storage model as it reads
 it, key by key, holding only the ops in flight: a history of any length is
 checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
-2 unknown (the check timed out, reached --check-memory or was interrupted),
-254 when the history is malformed.`,
+2 unknown (the history is not a finished run's — no end event, a last line
+cut short, ops still open — and shows no violation; or the check timed out,
+reached --check-memory or was interrupted), 254 when the history is malformed
+or a flag is out of range.`,
 		Example: `  check analyze store/latest/history.jsonl
   check analyze --check-timeout 10m --check-memory 4GiB big-history.jsonl`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -37,6 +40,9 @@ checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTimeoutValid(timeout); err != nil {
+				return err
+			}
 			path := args[0]
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
 				path = filepath.Join(path, runstore.HistoryFile)
@@ -46,11 +52,11 @@ checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
 				return historyErr(path, err)
 			}
 			defer f.Close()
-			sig, stop := signals()
+			abort, stop := checkSignals()
 			defer stop()
 			out := cmd.OutOrStdout()
 			start := time.Now()
-			res, read, err := models.CheckReader(sig.Stop, f, models.Options{Timeout: timeout, MemoryLimit: memory,
+			res, read, err := models.CheckReader(abort, f, models.Options{Timeout: timeout, MemoryLimit: memory,
 				OnViolation: func(k models.KeyResult) {
 					fmt.Fprintf(out, "key %s: violation found after %s: %s\n", k.Key, time.Since(start).Round(time.Millisecond), k.Explanation)
 				}})
@@ -73,18 +79,22 @@ checked in memory that does not grow with it. It exits 0 valid, 1 invalid,
 				fmt.Fprintf(out, "UNKNOWN: %s is empty: it holds no events (a run that stopped before its workload started leaves an empty history)\n", path)
 				return &exitError{harness.ExitUnknown, fmt.Errorf("")}
 			}
+			// A history that is not a finished run's is never valid: a
+			// violation in it stands, anything else is unknown.
+			if read.Unfinished != "" {
+				fmt.Fprintf(out, "%s: %s\n", path, read.Unfinished)
+				res = harness.Settle(res, read.Unfinished, "", false)
+			}
+			if abort.Err() != nil && res.Verdict != models.Invalid {
+				res.Verdict, res.Explanation = models.Unknown, context.Cause(abort).Error()
+			}
 			reports.KeyLines(out, "", res.Keys)
 			fmt.Fprintf(out, "%s: %d events checked in %s\n", path, read.Events, time.Since(start).Round(time.Millisecond))
-			switch res.Verdict {
-			case models.Valid:
-				fmt.Fprintln(out, "VALID")
-			default:
-				fmt.Fprintf(out, "%s: %s\n", map[models.Verdict]string{models.Invalid: "INVALID", models.Unknown: "UNKNOWN"}[res.Verdict], reports.Headline(res))
-			}
+			fmt.Fprintln(out, reports.VerdictLine(res))
 			return &exitError{harness.ExitCode(res.Verdict), fmt.Errorf("")}
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
+	addCheckTimeoutFlag(cmd.Flags(), &timeout)
 	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,8 +28,12 @@ func newReportCmd() *cobra.Command {
 		Long: `report reads a run directory's history.jsonl, checks it again and rewrites
 report.html, results.json and linearizability.html (and linearizability/ when
 the run has several keys). The run's name, parameters and rerun command are
-kept from the old results.json when there is one. It exits like the run did:
-0 valid, 1 invalid, 2 unknown; 254 when the history is malformed.`,
+kept from the old results.json when there is one. A history that is not a
+finished run's (no end event, a last line cut short, ops still open) is never
+valid, whatever the old results.json said: a violation in it stands, anything
+else is unknown. It exits 0 valid, 1 invalid, 2 unknown; 254 when the history
+is malformed or a flag is out of range. A file that cannot be written is
+reported beside the verdict, whose exit code stands.`,
 		Example: `  check report store/latest
   check report --junit junit.xml store/memory-lease-fenced-none-pause/20260102T030405.000Z`,
 		Args: func(_ *cobra.Command, args []string) error {
@@ -38,6 +43,12 @@ kept from the old results.json when there is one. It exits like the run did:
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkTimeoutValid(timeout); err != nil {
+				return err
+			}
+			if err := harness.CheckJUnitPath(junit); err != nil {
+				return err
+			}
 			dir := args[0]
 			if st, err := os.Stat(dir); err == nil && !st.IsDir() {
 				dir = filepath.Dir(dir)
@@ -53,34 +64,46 @@ kept from the old results.json when there is one. It exits like the run did:
 				}
 				return dataErr("%v", err)
 			}
-			sig, stop := signals()
+			abort, stop := checkSignals()
 			defer stop()
 			start := time.Now()
-			run.Result = models.Check(sig.Stop, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
+			run.Result = models.Check(abort, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
 			run.Result = models.StaleWriteFirst(run.Result, run.Ops)
 			run.CheckTime = time.Since(start)
 			// As the harness does: a run that did not complete, or did not
-			// finish its workload or its final reads, is not valid.
-			run.Result = harness.Settle(run.Result, run.Incomplete, run.Error, false)
+			// finish its workload or its final reads, is not valid — and
+			// neither is one whose history shows it did not finish,
+			// whatever its results.json said.
+			run.Result = harness.Settle(run.Result, run.NotFinished(), run.Error, false)
+			if abort.Err() != nil && run.Result.Verdict != models.Invalid {
+				run.Result.Verdict, run.Result.Explanation = models.Unknown, context.Cause(abort).Error()
+			}
 			if len(run.Events) == 0 && run.HistoryNote == "" {
 				run.Result.Explanation = filepath.Join(dir, runstore.HistoryFile) + " is empty: no events were recorded"
 				if run.Error != "" {
 					run.Result.Explanation += "; the run did not complete: " + run.Error
 				}
 			}
+			// The verdict is printed and returned whatever happens to the
+			// files: a file that cannot be written is said beside it.
+			var also []string
 			if err := reports.WriteAll(run); err != nil {
-				return &exitError{harness.ExitFailed, err}
+				also = append(also, fmt.Sprintf("the reports in %s were not all written: %v", dir, err))
 			}
 			if junit != "" {
 				if err := reports.WriteJUnitFile(junit, run); err != nil {
-					return &exitError{harness.ExitFailed, err}
+					also = append(also, fmt.Sprintf("the JUnit file %s was not written: %v", junit, err))
 				}
 			}
-			reports.Summary(cmd.OutOrStdout(), run)
+			w := cmd.OutOrStdout()
+			reports.Summary(w, run)
+			for _, a := range also {
+				fmt.Fprintf(w, "also: %s (the verdict above stands)\n", a)
+			}
 			return &exitError{harness.ExitCode(run.Result.Verdict), fmt.Errorf("")}
 		},
 	}
-	cmd.Flags().DurationVar(&timeout, "check-timeout", 5*time.Minute, "bound on the search; past it the verdict is unknown")
+	addCheckTimeoutFlag(cmd.Flags(), &timeout)
 	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML (one test case per key) to this file")
 	cmd.SetFlagErrorFunc(flagError)

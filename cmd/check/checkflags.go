@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+// addCheckTimeoutFlag adds --check-timeout to a command that re-checks a
+// stored history.
+func addCheckTimeoutFlag(fs *pflag.FlagSet, v *time.Duration) {
+	fs.DurationVar(v, "check-timeout", 5*time.Minute, "bound on the check's time (any positive duration, e.g. 10m); past it the verdict is unknown")
+}
+
+// checkTimeoutValid refuses a --check-timeout that is zero or negative:
+// such a bound stops the check before it places a single op, so every
+// verdict would be unknown. A run asks at least 1s, since its check
+// follows a workload that a too-short bound would waste; a re-check of a
+// stored history costs nothing to repeat, so any positive bound is one
+// (a short one looks at the start of a big history).
+func checkTimeoutValid(d time.Duration) error {
+	if d <= 0 {
+		return &exitError{harness.ExitUsage, fmt.Errorf("--check-timeout: %s must be positive (e.g. 10m): a bound of %s stops the check before it places an op, so every verdict would be unknown", d, d)}
+	}
+	return nil
+}
+
+// checkSignals is for the commands that only check a stored history
+// (analyze, report): there is no workload to stop, so the first SIGINT or
+// SIGTERM stops the check, and the verdict is unknown unless a violation
+// was already found. The context ends at that signal, its cause saying so.
+func checkSignals() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	ch := make(chan os.Signal, 2)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range ch {
+			fmt.Fprintf(os.Stderr, "\ncheck: %v: stopping the check; the verdict will be unknown unless a violation was already found\n", s)
+			cancel(fmt.Errorf("the check was interrupted (%v) before it finished", s))
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(ch)
+		cancel(nil)
+	}
+}

@@ -1,0 +1,75 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// checkOutputs checks, before anything is created, that every place the
+// run will write can take what it writes: the store (--store) is a
+// directory or can be made one, the test's directory in it (--name) is
+// not a file, and --junit names a file that can be written. Each is bad
+// input (a *UsageError naming the flag), found at once rather than after
+// a run whose verdict it would then hide.
+func checkOutputs(c *Config) error {
+	if err := checkDirPath("store", c.Store, "a directory for the runs' results, e.g. --store store"); err != nil {
+		return err
+	}
+	test := filepath.Join(c.Store, c.Name)
+	if st, err := os.Stat(test); err == nil && !st.IsDir() {
+		return usage("name", "%s is a file, but the test's name is a directory in the store (%s): choose another --name, or move the file", test, c.Store)
+	}
+	return CheckJUnitPath(c.JUnit)
+}
+
+// CheckJUnitPath checks that --junit names a file that can be written:
+// not a directory, in a directory that exists or can be made, that this
+// user may write to. "" (no --junit) passes.
+func CheckJUnitPath(path string) error {
+	if path == "" {
+		return nil
+	}
+	if st, err := os.Stat(path); err == nil {
+		if st.IsDir() {
+			return usage("junit", "%s is a directory: give the file to write, e.g. --junit %s", path, filepath.Join(path, "junit.xml"))
+		}
+		if unix.Access(path, unix.W_OK) != nil {
+			return usage("junit", "%s cannot be written by this user: give another file, or change its permissions", path)
+		}
+		return nil
+	}
+	return checkDirPath("junit", filepath.Dir(path), "a file in a directory this user can write, e.g. --junit junit.xml")
+}
+
+// checkDirPath checks that dir is a directory this user can write to, or
+// can be made one: its nearest existing ancestor is a writable directory.
+func checkDirPath(flag, dir, example string) error {
+	p := filepath.Clean(dir)
+	for {
+		st, err := os.Stat(p)
+		switch {
+		case err == nil && !st.IsDir():
+			if p == filepath.Clean(dir) {
+				return usage(flag, "%s is a file, not a directory: give %s", dir, example)
+			}
+			return usage(flag, "%s cannot be made: %s is a file, not a directory; give %s", dir, p, example)
+		case err == nil:
+			if unix.Access(p, unix.W_OK|unix.X_OK) != nil {
+				return usage(flag, "%s cannot be written by this user (%s is not writable): give %s", dir, p, example)
+			}
+			return nil
+		case !errors.Is(err, fs.ErrNotExist):
+			return usage(flag, "%s cannot be used: %v; give %s", dir, err, example)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return usage(flag, "%s cannot be made: %v", dir, fmt.Errorf("no part of it exists"))
+		}
+		p = parent
+	}
+}
