@@ -105,3 +105,32 @@ func TestRecorderEnd(t *testing.T) {
 	}
 	f.Close()
 }
+
+// Ended reads only the last line: the end event there, complete, is a
+// finished history; a cut one, or none, is not.
+func TestEndedReadsTheLastLine(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct {
+		body string
+		want bool
+	}{
+		"finished":             {example + endLine, true},
+		"no final newline":     {example + strings.TrimSuffix(endLine, "\n"), true},
+		"blank lines after it": {example + endLine + "\n\n", true},
+		"no end":               {example, false},
+		"the end cut":          {example + endLine[:len(endLine)-3], false},
+		"empty":                {"", false},
+		"a long history":       {strings.Repeat(`{"index":0,"time":0,"process":"nemesis","type":"info","f":"pause"}`+"\n", 3000) + endLine, true},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, "h"), []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := Ended(os.DirFS(dir), "h")
+		if err != nil || got != c.want {
+			t.Errorf("%s: Ended = %v, %v; want %v", name, got, err, c.want)
+		}
+	}
+	if _, err := Ended(os.DirFS(dir), "missing"); err == nil {
+		t.Error("a missing history: no error")
+	}
+}

@@ -2,6 +2,8 @@ package reports
 
 import (
 	_ "embed"
+	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"io/fs"
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -43,7 +46,9 @@ type StoredRun struct {
 
 // ListRuns finds every run in a store (runstore.List: <test>/<stamp>/ with
 // one of a run's files), newest first. It reads each results.json for the
-// verdict and the start. Symbolic links (store/latest) are not followed,
+// verdict and the start, and lists as unknown a run whose results.json
+// says valid but whose history does not end with the end event (a run
+// killed, then reported by a fencecheck that did not know better). Symbolic links (store/latest) are not followed,
 // so no run is listed twice and nothing outside is read.
 func ListRuns(root fs.FS) ([]StoredRun, error) {
 	dirs, err := runstore.List(root)
@@ -80,7 +85,31 @@ func readStoredRun(root fs.FS, d runstore.RunDir) StoredRun {
 	if t, err := time.Parse(runstore.TimeLayout, res.Started); err == nil {
 		r.Started = t
 	}
+	if r.Verdict == models.Valid {
+		if why := unfinishedTail(root, d.Path); why != "" {
+			r.Verdict = models.Unknown
+			r.Explanation = "results.json says valid, but " + why + ": a run that did not finish is never valid"
+		}
+	}
 	return r
+}
+
+// unfinishedTail says why the run in dir cannot be the finished run a
+// valid verdict needs, reading only the last line of its history (a page
+// of many runs cannot read every history whole): the history is missing,
+// or does not end with the end event a finished run writes last. ""
+// when it does.
+func unfinishedTail(root fs.FS, dir string) string {
+	ended, err := history.Ended(root, path.Join(dir, runstore.HistoryFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "it has no history.jsonl to show that it finished"
+	case err != nil:
+		return fmt.Sprintf("its history.jsonl cannot be read (%v)", err)
+	case !ended:
+		return "its history.jsonl does not end with the end event (the run was killed, crashed or interrupted, or a fencecheck older than the end event recorded it)"
+	}
+	return ""
 }
 
 type indexRow struct {

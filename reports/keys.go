@@ -205,7 +205,7 @@ func opsRange(keys []models.KeyResult) string {
 		lo, hi = min(lo, k.Ops), max(hi, k.Ops)
 	}
 	if lo == hi {
-		return fmt.Sprintf("%d %s placed each", lo, plural(lo, "op", "ops"))
+		return fmt.Sprintf("%d %s each", lo, plural(lo, "op", "ops"))
 	}
-	return fmt.Sprintf("%d–%d ops placed each", lo, hi)
+	return fmt.Sprintf("%d–%d ops each", lo, hi)
 }

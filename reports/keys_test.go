@@ -97,7 +97,7 @@ func TestSummaryOfAThousandKeys(t *testing.T) {
 	if len(keyLines) != 1 || keyLines[0][1] != "k487" || keyLines[0][2] != "invalid" {
 		t.Errorf("key lines %q, want only k487 invalid", keyLines)
 	}
-	if !strings.Contains(out, "  999 keys valid (12–40 ops each)\n") {
+	if !strings.Contains(out, "  999 keys valid (12–40 ops placed each)\n") {
 		t.Errorf("no summary line for the valid keys:\n%s", out)
 	}
 }

@@ -83,6 +83,6 @@ func KeyLines(w io.Writer, indent string, keys []models.KeyResult) {
 		fmt.Fprintf(w, "%skey %-6s %-8s (%d ops placed, %d ms)\n", indent, k.Key, k.Verdict, k.Ops, k.CheckMillis)
 	}
 	if len(valid) > 0 {
-		fmt.Fprintf(w, "%s%d %s valid (%s)\n", indent, len(valid), plural(len(valid), "key", "keys"), opsRange(valid))
+		fmt.Fprintf(w, "%s%d %s valid (%s)\n", indent, len(valid), plural(len(valid), "key", "keys"), strings.Replace(opsRange(valid), " each", " placed each", 1))
 	}
 }

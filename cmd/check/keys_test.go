@@ -17,7 +17,7 @@ func TestManyKeysOnTheTerminal(t *testing.T) {
 	}
 	_, analyzed, _ := runCLI(t, "analyze", store+"/latest")
 	keyLine := regexp.MustCompile(`(?m)^ *key (k\d+) +(\w+) +\(`)
-	validLine := regexp.MustCompile(`(?m)^ *(\d+) keys? valid \(\d+(–\d+)? ops each\)$`)
+	validLine := regexp.MustCompile(`(?m)^ *(\d+) keys? valid \(\d+(–\d+)? ops placed each\)$`)
 	for name, text := range map[string]string{"summary": out, "analyze": analyzed} {
 		lines := keyLine.FindAllStringSubmatch(text, -1)
 		if len(lines) == 0 {
