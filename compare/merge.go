@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -11,7 +12,10 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // ShardFile is the name of the file in a shard's directory that Merge
@@ -187,6 +191,10 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 					if !slices.Contains(s.c.Shard.Held, p) {
 						return nil, refuse("%s: a run of seed %d in %s × %s is not among the runs it held", s.dir, run.Seed, rowText(r), cell.Fault)
 					}
+					if why := unfinishedRun(s.dir, run); why != "" {
+						run.Verdict, run.Error = string(models.Unknown), "compare.json says valid, but "+why
+						c.Unfinished = append(c.Unfinished, fmt.Sprintf("shard %s: %s × %s, run %d (seed %d): %s", s.c.Shard, rowText(r), cell.Fault, p.Run+1, run.Seed, run.Error))
+					}
 					if run.Dir != "" {
 						run.Dir = filepath.ToSlash(filepath.Join(rel, filepath.FromSlash(run.Dir)))
 					}
@@ -251,18 +259,44 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 	return c, nil
 }
 
+// unfinishedRun says why a run its shard called valid cannot be: its
+// history, in the shard's directory, is missing or does not end with the
+// end event a finished run writes last (only its last line is read). ""
+// for a run that finished, and for any run not called valid (a violation
+// stands; unknown and error say so already).
+func unfinishedRun(shardDir string, run reports.CompareRun) string {
+	if run.Verdict != string(models.Valid) {
+		return ""
+	}
+	if run.Dir == "" {
+		return "it has no run directory to show that it finished"
+	}
+	hist := filepath.Join(shardDir, filepath.FromSlash(run.Dir), runstore.HistoryFile)
+	ended, err := history.Ended(os.DirFS(filepath.Dir(hist)), runstore.HistoryFile)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("%s is missing, so nothing shows that the run finished", hist)
+	case err != nil:
+		return fmt.Sprintf("%s cannot be read (%v)", hist, err)
+	case !ended:
+		return fmt.Sprintf("%s does not end with the end event: the run did not finish (it was killed, crashed or interrupted, or a fencecheck older than the end event recorded it)", hist)
+	}
+	return ""
+}
+
 func rowText(r reports.CompareRow) string {
 	return fmt.Sprintf("%s %s %s %s", r.Backend, r.Recipe, r.Storage, r.Fencing)
 }
 
 // MergeExitCode is `check compare merge`'s exit code: as ExitCode (255
 // when a run could not be carried out or a shard was interrupted), else
-// ExitMissing (2) when runs are missing, else 0.
+// ExitMissing (2) when runs are missing or a run called valid is not
+// shown to have finished (Unfinished), else 0.
 func MergeExitCode(c *reports.Comparison) int {
 	if code := ExitCode(c); code != 0 {
 		return code
 	}
-	if len(c.Missing) > 0 {
+	if len(c.Missing) > 0 || len(c.Unfinished) > 0 {
 		return ExitMissing
 	}
 	return 0

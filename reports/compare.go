@@ -51,6 +51,10 @@ type Comparison struct {
 	Shard   *CompareShard    `json:"shard,omitempty"`
 	Sources []CompareSource  `json:"sources,omitempty"`
 	Missing []CompareMissing `json:"missing,omitempty"`
+	// Unfinished, in a merged comparison, are the runs a shard called
+	// valid whose history does not show that they finished (no end event:
+	// docs/history.md), each with why; the merge counts them as unknown.
+	Unfinished []string `json:"unfinished,omitempty"`
 }
 
 // CompareRow is one backend/recipe/storage/fencing combination.
@@ -237,6 +241,12 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 		fmt.Fprintf(&b, "\n\n**%d run(s) missing: no shard brought them back** (the cells say \"missing\"):\n\n", len(c.Missing))
 		for _, m := range c.Missing {
 			b.WriteString("- " + m.String() + "\n")
+		}
+	}
+	if len(c.Unfinished) > 0 {
+		fmt.Fprintf(&b, "\n\n**%d run(s) not shown to have finished: counted as unknown:**\n\n", len(c.Unfinished))
+		for _, u := range c.Unfinished {
+			b.WriteString("- " + u + "\n")
 		}
 	}
 	b.WriteString("\n\nEach cell: the verdicts; the median time to the first violation (when the first culprit op completed); " +

@@ -30,8 +30,10 @@ the flag that differs), shards cut into different numbers, and a shard given
 twice. When a shard did not come back (or stopped early), the page is still
 written, and both it and the output list the missing runs.
 
-Exit codes: 0 every run is there; 2 runs are missing (the comparison is
-incomplete, as an unknown verdict); 255 a run could not be carried out or a
+Exit codes: 0 every run is there; 2 runs are missing, or a run a shard
+called valid has a history that does not end with the end event (it did not
+finish, and counts as unknown): the comparison is incomplete, as an unknown
+verdict; 255 a run could not be carried out or a
 shard was interrupted; 254 bad arguments or shards that do not fit.`,
 		Example: `  check compare merge --out merged shard-1 shard-2 shard-3
   check compare merge --out public artifacts/fencecheck-shard-*`,
@@ -67,11 +69,24 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 					fmt.Fprintf(w, "  %s\n", m)
 				}
 			}
+			if len(c.Unfinished) > 0 {
+				fmt.Fprintf(w, "merge: %d run(s) called valid are not shown to have finished, and count as unknown:\n", len(c.Unfinished))
+				for _, u := range c.Unfinished {
+					fmt.Fprintf(w, "  %s\n", u)
+				}
+			}
 			switch code := compare.MergeExitCode(c); code {
 			case 0:
 				return nil
 			case compare.ExitMissing:
-				return &exitError{code, fmt.Errorf("%d run(s) missing (see %s)", len(c.Missing), filepath.Join(out, "compare.md"))}
+				var why []string
+				if len(c.Missing) > 0 {
+					why = append(why, fmt.Sprintf("%d run(s) missing", len(c.Missing)))
+				}
+				if len(c.Unfinished) > 0 {
+					why = append(why, fmt.Sprintf("%d run(s) not shown to have finished", len(c.Unfinished)))
+				}
+				return &exitError{code, fmt.Errorf("%s (see %s)", strings.Join(why, ", "), filepath.Join(out, "compare.md"))}
 			default:
 				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
 				if c.Interrupted {
