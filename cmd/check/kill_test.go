@@ -204,8 +204,8 @@ func TestKilledRunIsNeverValid(t *testing.T) {
 	}
 
 	for _, c := range []struct {
-		name string
-		when func(store string) func(string) bool
+		name   string
+		when   func(store string) func(string) bool
 		args   []string
 		want   int
 		lateOK bool
@@ -358,7 +358,9 @@ func TestMergeOfKilledShardIsNeverValid(t *testing.T) {
 	}
 	var c struct {
 		Unfinished []string
-		Rows       []struct{ Cells []struct{ Verdicts map[string]int } }
+		Rows       []struct {
+			Cells []struct{ Verdicts map[string]int }
+		}
 	}
 	b, _ := os.ReadFile(filepath.Join(root, "merged", "compare.json"))
 	if err := json.Unmarshal(b, &c); err != nil || len(c.Unfinished) != 1 || c.Rows[0].Cells[0].Verdicts["valid"] != 0 || c.Rows[0].Cells[0].Verdicts["unknown"] != 1 {
