@@ -17,7 +17,7 @@ import (
 // input (a *UsageError naming the flag), found at once rather than after
 // a run whose verdict it would then hide.
 func checkOutputs(c *Config) error {
-	if err := checkDirPath("store", c.Store, "a directory for the runs' results, e.g. --store store"); err != nil {
+	if err := CheckStoreDir(c.Store); err != nil {
 		return err
 	}
 	test := filepath.Join(c.Store, c.Name)
@@ -25,6 +25,13 @@ func checkOutputs(c *Config) error {
 		return usage("name", "%s is a file, but the test's name is a directory in the store (%s): choose another --name, or move the file", test, c.Store)
 	}
 	return CheckJUnitPath(c.JUnit)
+}
+
+// CheckStoreDir checks, before anything is created, that --store names
+// a directory this user can write, or one that can be made (as a run's
+// and a comparison's store must).
+func CheckStoreDir(dir string) error {
+	return checkDirPath("store", dir, "a directory for the results, e.g. --store store")
 }
 
 // CheckJUnitPath checks that --junit names a file that can be written:

@@ -114,6 +114,9 @@ on bad arguments.`,
 			if dir == "" {
 				dir = runstore.CompareDir(runstore.DefaultRoot, time.Now())
 			}
+			if err := harness.CheckStoreDir(dir); err != nil {
+				return err
+			}
 			sig, stop := signals()
 			defer stop()
 			var c *reports.Comparison

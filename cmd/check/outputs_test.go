@@ -36,6 +36,10 @@ func TestOutputPathsAreCheckedBeforeTheRun(t *testing.T) {
 	if entries, _ := os.ReadDir(store); len(entries) != 1 {
 		t.Errorf("a refused run created something in the store: %v", entries)
 	}
+	// The same for a comparison's --store.
+	if code, _, errOut := runCLI(t, "compare", "--backends", "memory", "--faults", "pause", "--time-limit", "1s", "--store", afile); code != 254 || !strings.Contains(errOut, "--store: ") {
+		t.Errorf("compare --store FILE: exit %d, %q", code, errOut)
+	}
 	// The same for check report's --junit.
 	if code, _, errOut := runCLI(t, "report", "--junit", tmp, store); code != 254 || !strings.Contains(errOut, "--junit: ") {
 		t.Errorf("report --junit DIR: exit %d, %q", code, errOut)
