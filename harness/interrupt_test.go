@@ -108,10 +108,12 @@ func checkStore(t *testing.T, out *Outcome, runErr error) []history.Event {
 	if err != nil {
 		t.Fatalf("history.jsonl does not parse: %v", err)
 	}
-	// The end event is there exactly when the run finished: a run
+	// The end event is there when the run finished, and only then: a run
 	// stopped before the end of its final reads must not say it did (an
-	// interrupt during the check or the report comes after the end).
-	if h, err := history.LoadFile(filepath.Join(out.Dir, "history.jsonl")); err != nil || h.Ended != (out.Incomplete == "" && runErr == nil) {
+	// interrupt during the teardown, the check or the report comes after
+	// the end; a teardown that fails does too).
+	if h, err := history.LoadFile(filepath.Join(out.Dir, "history.jsonl")); err != nil ||
+		(h.Ended && out.Incomplete != "") || (!h.Ended && out.Incomplete == "" && runErr == nil) {
 		t.Errorf("history ended %v, but the run's incomplete is %q and its error %v (%v)", h.Ended, out.Incomplete, runErr, err)
 	}
 	started := map[string]int{}
