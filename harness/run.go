@@ -199,15 +199,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		rec = history.NewRecorder(histFile)
 		cfg.live = startLive(&cfg, rec, logf)
 		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
-		if runErr == nil && done.incomplete == "" && !done.interrupted {
-			// The workload ran its full time and every final read was
-			// taken: the history is the whole record, and says so last.
-			// A run that gets no further than this line, whatever stopped
-			// it, leaves a history no re-check calls valid.
-			if err := rec.End(); err != nil {
-				logf("writing the history's end: %v", err)
-			}
-		}
+		endHistory(rec, done, runErr, logf)
 		cfg.live.wait()
 		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
 		if out.Incomplete != "" {
@@ -288,20 +280,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		r.Error = runErr.Error()
 	}
 	out.Report = r
-	// A file that cannot be written now never replaces the verdict: the
-	// check is done, and what it found is printed and returned; the
-	// failure is said beside it (Outcome.Unwritten).
-	if err := reports.WriteAll(r); err != nil {
-		out.Unwritten = append(out.Unwritten, fmt.Sprintf("the reports in %s were not all written: %v", dir, err))
-	}
-	if cfg.JUnit != "" {
-		if err := reports.WriteJUnitFile(cfg.JUnit, r); err != nil {
-			out.Unwritten = append(out.Unwritten, fmt.Sprintf("the JUnit file %s was not written: %v", cfg.JUnit, err))
-		}
-	}
-	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
-		out.Unwritten = append(out.Unwritten, fmt.Sprintf("the step summary was not written: %v", err))
-	}
+	out.Unwritten = writeOutputs(r, cfg.JUnit)
 	for _, u := range out.Unwritten {
 		logf("also: %s", u)
 	}
@@ -313,6 +292,42 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		}
 	}
 	return out, runErr
+}
+
+// writeOutputs writes what the run's check produced — the reports in its
+// directory, the JUnit file, CI's step summary — and names each that
+// could not be written, with why. A file that cannot be written after the
+// check never replaces the verdict: Run prints and returns it, and says
+// these beside it.
+func writeOutputs(r *reports.Run, junit string) []string {
+	var unwritten []string
+	if err := reports.WriteAll(r); err != nil {
+		unwritten = append(unwritten, fmt.Sprintf("the reports in %s were not all written: %v", r.Dir, err))
+	}
+	if junit != "" {
+		if err := reports.WriteJUnitFile(junit, r); err != nil {
+			unwritten = append(unwritten, fmt.Sprintf("the JUnit file %s was not written: %v", junit, err))
+		}
+	}
+	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
+		unwritten = append(unwritten, fmt.Sprintf("the step summary was not written: %v", err))
+	}
+	return unwritten
+}
+
+// endHistory writes the history's end event when the run finished: the
+// workload ran its full time and every final read was taken, so the
+// history is the whole record, and says so last. A run that gets no
+// further than this, whatever stopped it, leaves a history no re-check
+// calls valid (docs/history.md). A failure to write it is the recorder's
+// error, which the run reports as a history that could not be saved.
+func endHistory(rec *history.Recorder, done phasesDone, runErr error, logf func(string, ...any)) {
+	if runErr != nil || done.incomplete != "" || done.interrupted {
+		return
+	}
+	if err := rec.End(); err != nil {
+		logf("writing the history's end: %v", err)
+	}
 }
 
 // Settle is the verdict of a run, from the check's result and how the run
