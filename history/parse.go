@@ -95,7 +95,7 @@ func (h *History) Unfinished() string {
 		why = append(why, fmt.Sprintf("its last line (line %d) was cut short: the run was killed while writing it", h.Dropped))
 	}
 	if !h.Ended {
-		why = append(why, "it has no end event: the run did not finish (it was killed, crashed or interrupted before the end of its final reads, or a fencecheck older than the end event recorded it)")
+		why = append(why, "it has no end event (a run killed, crashed or interrupted before the end of its final reads writes none, nor did a fencecheck older than the end event)")
 	}
 	if n := len(h.Open); n > 0 {
 		o := h.Open[0]
@@ -103,7 +103,7 @@ func (h *History) Unfinished() string {
 		if n > 1 {
 			op = "ops"
 		}
-		why = append(why, fmt.Sprintf("%d client %s still open at its end (the first: process %d's %s on %s, index %d), which a finished run would have completed", n, op, o.Process, o.F, o.Key, o.Index))
+		why = append(why, fmt.Sprintf("%d client %s still open at its end (the first: process %d's %s on %s, index %d)", n, op, o.Process, o.F, o.Key, o.Index))
 	}
 	if len(why) == 0 {
 		return ""
