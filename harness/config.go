@@ -58,8 +58,11 @@ type Config struct {
 	// limit).
 	StopOnViolation bool
 
-	// Command is the command line that started the run, for the report.
-	Command string
+	// Command is the command line that reruns the test, for the report,
+	// quoted as a POSIX shell reads it; CommandArgv is the same as a list
+	// of arguments.
+	Command     string
+	CommandArgv []string
 	// Options are the backends' and the faults' own flags by name
 	// (registry.Option, e.g. redis-persistence: what the Redis servers
 	// keep on disk; nemesis.Flag); a flag left out is absent or "".

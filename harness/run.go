@@ -261,7 +261,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	cfg.phase("report")
 	r := &reports.Run{
 		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
-		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command,
+		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete,
 	}

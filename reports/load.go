@@ -53,7 +53,7 @@ func LoadRun(dir string) (*Run, error) {
 	old, err := ReadResults(filepath.Join(dir, runstore.ResultsFile))
 	switch {
 	case err == nil:
-		r.Name, r.Params, r.Command = old.Name, old.Params, old.Command
+		r.Name, r.Params, r.Command, r.CommandArgv = old.Name, old.Params, old.Command, old.CommandArgv
 		r.Started, _ = time.Parse(runstore.TimeLayout, old.Started)
 		r.Duration = time.Duration(old.DurationS * float64(time.Second))
 		r.Interrupted, r.Incomplete, r.Error = old.Interrupted, old.Incomplete, old.Error

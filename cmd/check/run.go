@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/shellquote"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -80,7 +81,8 @@ at the newest.` + faultHelp(),
 				func(i int, seed int64) (int, string, error) {
 					c := cfg
 					c.Seed = seed
-					c.Command = commandLine(cmd, seed)
+					c.CommandArgv = commandLine(cmd, seed)
+					c.Command = shellquote.Join(c.CommandArgv)
 					c.JUnit = junitFor(junit, i, testCount)
 					out, err := harness.Run(sig, c, cmd.OutOrStdout())
 					if err != nil {
@@ -173,9 +175,11 @@ func splitList(s string) []string {
 	return out
 }
 
-// commandLine is the exact command to rerun this test, seed included.
-func commandLine(cmd *cobra.Command, seed int64) string {
-	parts := []string{"check"}
+// commandLine is the exact command to rerun this test, seed included, as
+// its arguments (results.json keeps them as a list; shellquote.Join writes
+// them as a line a shell reads back the same).
+func commandLine(cmd *cobra.Command, seed int64) []string {
+	argv := []string{"check"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		// The command reruns this one test: no repetition, and the client
 		// count as --clients (which --concurrency has set).
@@ -183,7 +187,7 @@ func commandLine(cmd *cobra.Command, seed int64) string {
 		case "seed", "test-count", "keep-going":
 			return
 		case "concurrency":
-			parts = append(parts, fmt.Sprintf("--clients %s", cmd.Flags().Lookup("clients").Value.String()))
+			argv = append(argv, "--clients", cmd.Flags().Lookup("clients").Value.String())
 			return
 		case "clients":
 			if cmd.Flags().Changed("concurrency") {
@@ -192,11 +196,10 @@ func commandLine(cmd *cobra.Command, seed int64) string {
 		}
 		if f.Value.Type() == "bool" {
 			// "--flag true" would read "true" as an argument.
-			parts = append(parts, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
+			argv = append(argv, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
 			return
 		}
-		parts = append(parts, fmt.Sprintf("--%s %s", f.Name, f.Value.String()))
+		argv = append(argv, "--"+f.Name, f.Value.String())
 	})
-	parts = append(parts, fmt.Sprintf("--seed %d", seed))
-	return strings.Join(parts, " ")
+	return append(argv, "--seed", fmt.Sprint(seed))
 }
