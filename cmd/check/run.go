@@ -57,7 +57,11 @@ at the newest.` + faultHelp(),
 				cfg.Options[flag] = *v
 			}
 			if cmd.Flags().Changed("concurrency") {
-				n, err := parseConcurrency(concurrency, cfg.Nodes)
+				servers, err := cfg.Servers()
+				if err != nil {
+					return err
+				}
+				n, err := parseConcurrency(concurrency, servers)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -68,6 +72,9 @@ at the newest.` + faultHelp(),
 			}
 			if testCount < 1 || testCount > maxTestCount {
 				return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
+			}
+			if keepGoing && testCount < 2 {
+				return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
 			}
 			cfg.Given = map[string]bool{}
 			cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
@@ -108,7 +115,7 @@ at the newest.` + faultHelp(),
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
 	f.StringVar(&nemesis, "nemesis", noFaults, "comma list of faults: "+faultNames())
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
-	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server node (e.g. 2n)")
+	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server the backend runs (e.g. 2n: 6 on 3 etcd nodes, 2 on memory's one server)")
 	f.IntVar(&testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
 	f.BoolVar(&keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
