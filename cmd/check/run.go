@@ -153,6 +153,7 @@ at the newest.` + faultHelp(),
 	cmd.AddCommand(newServeCmd())
 	cmd.AddCommand(newCompareCmd())
 	cmd.AddCommand(newClientTestCmd())
+	cmd.SetHelpCommand(newHelpCmd())
 	return cmd
 }
 
