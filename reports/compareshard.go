@@ -3,6 +3,7 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/jsonerr"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"os"
 	"strings"
@@ -85,7 +86,7 @@ func ReadComparison(path string) (*Comparison, error) {
 	}
 	var c Comparison
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %s", path, jsonerr.Message(b, err))
 	}
 	if c.Schema != CompareSchema {
 		return nil, fmt.Errorf("%s: schema %q is not %s", path, c.Schema, CompareSchema)
