@@ -41,3 +41,23 @@ func commandNames(c *cobra.Command) []string {
 	}
 	return out
 }
+
+// refuseUnknownSubcommands makes every command that only groups others
+// (check image, check cluster) refuse a word that is none of them, as the
+// main command does: cobra would print the group's help and exit 0.
+func refuseUnknownSubcommands(c *cobra.Command) {
+	for _, sub := range c.Commands() {
+		refuseUnknownSubcommands(sub)
+	}
+	if !c.HasSubCommands() || c.Runnable() {
+		return
+	}
+	c.Args = cobra.ArbitraryArgs
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return c.Help()
+		}
+		path := strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ")
+		return usageErr("%s: no command %q (commands: %s)", path, args[0], words.List(commandNames(c)))
+	}
+}

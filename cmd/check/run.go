@@ -154,6 +154,7 @@ at the newest.` + faultHelp(),
 	cmd.AddCommand(newCompareCmd())
 	cmd.AddCommand(newClientTestCmd())
 	cmd.SetHelpCommand(newHelpCmd())
+	refuseUnknownSubcommands(cmd)
 	return cmd
 }
 
