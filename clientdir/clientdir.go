@@ -23,6 +23,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/internal/jsonerr"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -115,7 +116,7 @@ func ParseManifest(raw []byte) (Manifest, error) {
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
-		return m, fmt.Errorf("not a valid manifest: %v (fields: name, protocol, command, packages, build, go_build)", err)
+		return m, fmt.Errorf("not a valid manifest: %s (fields: name, protocol, command, packages, build, go_build)", jsonerr.Message(raw, err))
 	}
 	switch {
 	case m.Name == "":

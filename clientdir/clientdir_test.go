@@ -18,10 +18,16 @@ func TestManifestErrorsNameTheField(t *testing.T) {
 		`{"name":"k","protocol":1,"command":["x"],"packages":["a b"]}`: `field "packages": "a b"`,
 		`{"name":"k","protocol":1,"command":["x"],"build":[" "]}`:      `field "build": command 1 is empty`,
 		`{"name":"k","protocol":1,"command":["x"],"go_build":"../x"}`:  `field "go_build"`,
-		`not json`: `not a valid manifest`,
+		`not json`: `not a valid manifest: not valid JSON at line 1, column 2: invalid character 'o' in literal null`,
+		`{"name":"k","protocol":1,"command":"python3 client.py"}`: `not a valid manifest: field "command" must be a list of strings, got a string`,
+		`{"name":"k","protocol":"1","command":["x"]}`:             `field "protocol" must be a number, got a string`,
 	} {
-		if _, err := ParseManifest([]byte(manifest)); err == nil || !strings.Contains(err.Error(), want) {
+		_, err := ParseManifest([]byte(manifest))
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", manifest, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "Go struct") || strings.Contains(err.Error(), "json:")) {
+			t.Errorf("%s: Go's words in %v", manifest, err)
 		}
 	}
 }

@@ -336,8 +336,8 @@ func TestCompareMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"# fencecheck compare\n",
-		"preset quick; 2 run(s) per cell of 15 s each; seed 42",
-		"**1 run(s) could not be carried out.**",
+		"preset quick; 2 runs per cell of 15 s each; seed 42",
+		"**1 run could not be carried out.**",
 		"| backend | recipe | storage | fencing | pause-holder | partition |\n|---|---|---|---|---|---|\n",
 		"| etcd | mutex | fenced | none | invalid 2/2<br>first 4.0 s · 30.0 acq/s · 90% ok<br>[1](etcd-mutex-fenced-none-pause-holder/A/report.html) [2](etcd-mutex-fenced-none-pause-holder/B/report.html) | valid 1/2, error 1/2<br>first — · 20.0 acq/s · 100% ok<br>[1](etcd-mutex-fenced-none-partition/A/report.html) |\n",
 		"| memory | lease | fenced | all | valid 1/1<br>first — · 2.0 acq/s · 100% ok<br>[1](m/A/report.html) | n/a |\n",

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -76,8 +77,8 @@ func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string
 	if shard != nil {
 		what = fmt.Sprintf(" (shard %s, matrix %s)", shard, shard.Matrix)
 	}
-	fmt.Fprintf(progress, "compare: %d rows × %d faults, %d runs of %s%s, seed %d, store %s\n",
-		len(m.Rows), len(m.Faults), total, m.TimeLimit, what, m.Seed, dir)
+	fmt.Fprintf(progress, "compare: %s × %s, %s of %s%s, seed %d, store %s\n",
+		words.Plural(len(m.Rows), "row"), words.Plural(len(m.Faults), "fault"), words.Plural(total, "run"), m.TimeLimit, what, m.Seed, dir)
 	done := 0
 	for i, r := range m.Rows {
 		for j, f := range m.Faults {

@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -71,7 +72,7 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 		}
 	}()
 	t.run(ctx, sys)
-	fmt.Fprintf(out, "%d of %d checks passed\n", t.checks-t.failed, t.checks)
+	fmt.Fprintf(out, "%d of %s passed\n", t.checks-t.failed, words.Plural(t.checks, "check"))
 	return t.failed, nil
 }
 

@@ -58,8 +58,11 @@ type Config struct {
 	// limit).
 	StopOnViolation bool
 
-	// Command is the command line that started the run, for the report.
-	Command string
+	// Command is the command line that reruns the test, for the report,
+	// quoted as a POSIX shell reads it; CommandArgv is the same as a list
+	// of arguments.
+	Command     string
+	CommandArgv []string
 	// Options are the backends' and the faults' own flags by name
 	// (registry.Option, e.g. redis-persistence: what the Redis servers
 	// keep on disk; nemesis.Flag); a flag left out is absent or "".
@@ -313,6 +316,31 @@ func (c *Config) checkClient(b registry.Info) error {
 
 // Client is the loaded --client directory, or nil.
 func (c *Config) Client() *clientdir.Client { return c.client }
+
+// Servers is how many lock servers the backend runs for this test: --nodes
+// where the backend takes it, else the count it fixes itself (one for
+// memory, the recipe's for Redis). --concurrency's "<k>n" and results.json's
+// nodes count these. It reads the config with its defaults filled in and
+// changes nothing; an unknown backend or a bad backend flag is a
+// *UsageError.
+func (c Config) Servers() (int, error) {
+	c.Defaults()
+	b, ok := backendInfo(c.Backend)
+	if !ok {
+		return 0, usage("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(names(), ", "))
+	}
+	if len(b.Nodes) > 0 {
+		return c.Nodes, nil
+	}
+	if b.NewDB == nil {
+		return 1, nil // runs in process only: one lock service
+	}
+	_, n, err := b.NewDB(c.setup(""))
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
 
 // checkNodes: --nodes applies to the backends with a choice of cluster
 // size; elsewhere the count is fixed (one server, or the recipe's), and a

@@ -22,6 +22,7 @@ import (
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -136,7 +137,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		}
 		logf("client %s (%s, manifest hash %s): image %s", cfg.client.Manifest.Name, cfg.ClientDir, cfg.client.Hash(), clientImage)
 	}
-	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
+	logf("cluster %s: %s, storage, %s (image %s)", id, words.Plural(servers, "server node"), words.Plural(cfg.Clients, "client"), image)
 	start := time.Now()
 	cfg.phase("cluster")
 	cfg.clusterAsked = true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -57,7 +58,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 	cfg.live.onEnd(cancelRun)
 	nemDone := make(chan error, 1)
 	go func() { nemDone <- sched.Run(runCtx) }()
-	logf("workload: %d clients, %d keys, %s", cfg.Clients, cfg.Keys, cfg.TimeLimit)
+	logf("workload: %s, %s, %s", words.Plural(cfg.Clients, "client"), words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
 	type wlResult struct {
 		next int
 		err  error
@@ -175,7 +176,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		if stop.Err() != nil {
 			logf("final reads cut short by an interrupt")
 			done.interrupted = true
-			done.incomplete = fmt.Sprintf("interrupted during the final reads (%d of %d keys read; the workload ran its full %s)", read, cfg.Keys, cfg.TimeLimit)
+			done.incomplete = fmt.Sprintf("interrupted during the final reads (%d of %s read; the workload ran its full %s)", read, words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
 		}
 	} else if done.incomplete == "" {
 		done.incomplete = "the final reads did not happen"

@@ -37,7 +37,7 @@ func startProgress(ctx context.Context, cfg *Config, rec *history.Recorder, sche
 					rate = float64(c.OK+c.Fail+c.Info-last.OK-last.Fail-last.Info) / now.Sub(lastAt).Seconds()
 					last, lastAt = c, now
 				}
-				active := strings.Join(sched.Active(), " ")
+				active := strings.Join(sched.Active(), "; ")
 				if active == "" {
 					active = "none"
 				}

@@ -272,7 +272,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	cfg.phase("report")
 	r := &reports.Run{
 		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
-		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command,
+		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete,
 	}
@@ -372,6 +372,15 @@ func sysInfo(sys System, cfg *Config) map[string]string {
 	return nil
 }
 
+// servers is the lock servers the run had (Config.Servers), or --nodes
+// should the backend not say.
+func servers(cfg *Config) int {
+	if n, err := cfg.Servers(); err == nil {
+		return n
+	}
+	return cfg.Nodes
+}
+
 // params lists everything needed to rerun the test, in a stable order.
 func params(cfg *Config, info map[string]string) []reports.Param {
 	recipe := cfg.Recipe
@@ -381,7 +390,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 	p := []reports.Param{
 		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
 		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
-		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
+		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(servers(cfg))}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: models.FormatBytes(cfg.CheckMemory)},

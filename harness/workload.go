@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -46,8 +47,13 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 		}
 	}
 	done, err := f(ctx)
+	deadline, _ := ctx.Deadline()
+	timedOut := ctx.Err() == context.DeadlineExceeded
 	cancel()
 	typ, msg := backends.Outcome(err)
+	if typ == history.Info && (timedOut || nearDeadline(msg, deadline, w.cfg.OpTimeout)) {
+		msg = fmt.Sprintf("no answer within --op-timeout %s, so the outcome is unknown: %s", w.cfg.OpTimeout, msg)
+	}
 	done.Process = w.process
 	done.F = e.F
 	done.Key = e.Key
@@ -62,6 +68,14 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	w.clientSpan(&done, inv.Time)
 	done = w.rec.Record(done)
 	return done, typ == history.OK, typ == history.Info
+}
+
+// nearDeadline reports whether an op's error is a deadline that ran out
+// with the op's own: a client in a container gives up a little before the
+// harness (agent.Remote keeps up to a tenth of the time, at most 500 ms),
+// so its "context deadline exceeded" arrives just before ctx expires.
+func nearDeadline(msg string, deadline time.Time, timeout time.Duration) bool {
+	return strings.Contains(msg, context.DeadlineExceeded.Error()) && time.Until(deadline) <= min(timeout/10, 500*time.Millisecond)+50*time.Millisecond
 }
 
 // spanner is a client in another process that reads its own clock around

@@ -12,6 +12,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 // Verdict is the outcome of a check, as Jepsen reports it.
@@ -178,7 +179,7 @@ func verdictOf(res Result, storageOps int) Result {
 			}
 		}
 		if n > 1 {
-			res.Explanation += fmt.Sprintf(" (and %d more keys invalid)", n-1)
+			res.Explanation += fmt.Sprintf(" (and %d more %s invalid)", n-1, words.Noun(n-1, "key"))
 		}
 	case Unknown:
 		res.Explanation = "the check did not finish for every key"
@@ -197,6 +198,14 @@ func verdictOf(res Result, storageOps int) Result {
 	return res
 }
 
+// faultText names a fault and its targets: "pause on c1 and c2".
+func faultText(f history.Fault) string {
+	if len(f.Nodes) == 0 {
+		return f.F
+	}
+	return f.F + " on " + words.List(f.Nodes)
+}
+
 // Annotations turns fault intervals into porcupine annotations.
 func Annotations(faults []history.Fault) []porcupine.Annotation {
 	var out []porcupine.Annotation
@@ -207,7 +216,7 @@ func Annotations(faults []history.Fault) []porcupine.Annotation {
 		}
 		out = append(out, porcupine.Annotation{
 			Tag: "nemesis", Start: f.Start, End: end,
-			Description: fmt.Sprintf("%s %v", f.F, f.Nodes), Details: f.Error,
+			Description: faultText(f), Details: f.Error,
 			BackgroundColor: "#fde2c8",
 		})
 	}

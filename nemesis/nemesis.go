@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 // Fault is one kind of fault.
@@ -68,7 +69,11 @@ func (s *Schedule) Active() []string {
 	defer s.mu.Unlock()
 	var out []string
 	for f, t := range s.active {
-		out = append(out, fmt.Sprintf("%s%v", f, t))
+		if len(t) == 0 {
+			out = append(out, f)
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s on %s", f, words.List(t)))
 	}
 	sort.Strings(out)
 	return out
@@ -160,7 +165,7 @@ func (s *Schedule) Run(ctx context.Context) error {
 		s.mu.Unlock()
 		s.logf("nemesis: healed %s %s", f.Name(), strings.Join(targets, ","))
 		if err != nil {
-			return fmt.Errorf("healing %s on %v: %w", f.Name(), targets, err)
+			return fmt.Errorf("healing %s on %s: %w", f.Name(), words.List(targets), err)
 		}
 		if !sleep(ctx, s.jitter(s.Interval)) {
 			return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 // Shape is one way of cutting the network, after Jepsen's grudges.
@@ -72,8 +73,8 @@ func registerPartition(name string, shapes []Shape, summary string) {
 	Register(Kind{Name: name, Summary: summary, Needs: needs,
 		Check: func(s Settings) error {
 			if len(PossibleShapes(shapes, s.Servers)) == 0 {
-				return fmt.Errorf("%s cuts the lock service's servers apart, and backend %s runs on %d server node(s) here: nothing to cut (partition-client and partition-client-storage work here)",
-					name, s.Backend, s.Servers)
+				return fmt.Errorf("%s cuts the lock service's servers apart, and backend %s runs on %s here: nothing to cut (partition-client and partition-client-storage work here)",
+					name, s.Backend, words.Plural(s.Servers, "server node"))
 			}
 			return nil
 		},

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -223,13 +224,13 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 	if c.Preset != "" {
 		fmt.Fprintf(&b, ", preset %s", c.Preset)
 	}
-	fmt.Fprintf(&b, "; %d run(s) per cell of %s each", c.Runs, fmtSeconds(c.TimeLimitS))
+	fmt.Fprintf(&b, "; %s per cell of %s each", words.Plural(c.Runs, "run"), fmtSeconds(c.TimeLimitS))
 	if c.Clients > 0 {
 		fmt.Fprintf(&b, ", %s", c.Shared())
 	}
 	fmt.Fprintf(&b, "; seed %d (run r of every cell uses seed+r); took %.0f s.", c.Seed, c.DurationS)
 	if c.Errors > 0 {
-		fmt.Fprintf(&b, " **%d run(s) could not be carried out.**", c.Errors)
+		fmt.Fprintf(&b, " **%s could not be carried out.**", words.Plural(c.Errors, "run"))
 	}
 	if c.Interrupted {
 		b.WriteString(" **Interrupted: cells marked \"not run\" were not reached.**")

@@ -3,6 +3,8 @@ package reports
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/fencecheck/fencecheck/internal/jsonerr"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"os"
 	"strings"
 )
@@ -84,7 +86,7 @@ func ReadComparison(path string) (*Comparison, error) {
 	}
 	var c Comparison
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %s", path, jsonerr.Message(b, err))
 	}
 	if c.Schema != CompareSchema {
 		return nil, fmt.Errorf("%s: schema %q is not %s", path, c.Schema, CompareSchema)
@@ -103,9 +105,9 @@ func (c *Comparison) ShardNote() string {
 	case len(c.Sources) > 0:
 		var parts []string
 		for _, s := range c.Sources {
-			parts = append(parts, fmt.Sprintf("%s (%s, %d runs, %.0f s)", s.Shard, s.Dir, s.Runs, s.DurationS))
+			parts = append(parts, fmt.Sprintf("%s (%s, %s, %.0f s)", s.Shard, s.Dir, words.Plural(s.Runs, "run"), s.DurationS))
 		}
-		return fmt.Sprintf("Merged from %d shard(s): %s; \"took\" is the slowest shard's time.", len(c.Sources), strings.Join(parts, ", "))
+		return fmt.Sprintf("Merged from %s: %s; \"took\" is the slowest shard's time.", words.Plural(len(c.Sources), "shard"), strings.Join(parts, ", "))
 	}
 	return ""
 }

@@ -77,7 +77,7 @@ func readStoredRun(root fs.FS, d runstore.RunDir) StoredRun {
 	}
 	res, err := parseResults(b)
 	if err != nil {
-		r.Problem = err.Error()
+		r.Problem = "results.json: " + err.Error()
 		return r
 	}
 	r.Verdict, r.Explanation, r.DurationS, r.Events = res.Verdict, res.Explanation, res.DurationS, res.Events

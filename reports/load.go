@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/jsonerr"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -20,16 +21,22 @@ func ReadResults(path string) (*Results, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseResults(b)
+	res, err := parseResults(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return res, nil
 }
 
+// parseResults reads results.json's bytes; its errors say what is wrong in
+// plain words (jsonerr), and the caller names the file.
 func parseResults(b []byte) (*Results, error) {
 	var res Results
 	if err := json.Unmarshal(b, &res); err != nil {
-		return nil, fmt.Errorf("results.json: %w", err)
+		return nil, errors.New(jsonerr.Message(b, err))
 	}
 	if len(res.Schema) < len(schemaPrefix) || res.Schema[:len(schemaPrefix)] != schemaPrefix {
-		return nil, fmt.Errorf("results.json: schema %q is not a fencecheck results schema", res.Schema)
+		return nil, fmt.Errorf("schema %q is not a fencecheck results schema", res.Schema)
 	}
 	return &res, nil
 }
@@ -54,13 +61,13 @@ func LoadRun(dir string) (*Run, error) {
 	old, err := ReadResults(filepath.Join(dir, runstore.ResultsFile))
 	switch {
 	case err == nil:
-		r.Name, r.Params, r.Command = old.Name, old.Params, old.Command
+		r.Name, r.Params, r.Command, r.CommandArgv = old.Name, old.Params, old.Command, old.CommandArgv
 		r.Started, _ = time.Parse(runstore.TimeLayout, old.Started)
 		r.Duration = time.Duration(old.DurationS * float64(time.Second))
 		r.Interrupted, r.Incomplete, r.Error = old.Interrupted, old.Incomplete, old.Error
 	case errors.Is(err, fs.ErrNotExist):
 	default:
-		return nil, err
+		return nil, fmt.Errorf("%w (the run's own record is history.jsonl: move results.json away and check report rebuilds it from the history, without the old name, parameters and command)", err)
 	}
 	abs, _ := filepath.Abs(dir)
 	if resolved, err := filepath.EvalSymlinks(abs); err == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 // maxPoints bounds the marks of the latency plot: past it, ops that fall
@@ -146,9 +147,9 @@ func Latency(r *Run) Drawing {
 		cell *= 2
 	}
 	if cell > 1 {
-		d.Caption = fmt.Sprintf("%d ops; ops of the same f and outcome within %.0f pixels share a mark (hover for counts).", len(r.Ops), cell)
+		d.Caption = fmt.Sprintf("%s; ops of the same f and outcome within %.0f pixels share a mark (hover for counts).", words.Plural(len(r.Ops), "op"), cell)
 	} else {
-		d.Caption = fmt.Sprintf("%d ops, each a mark at its invocation.", len(r.Ops))
+		d.Caption = fmt.Sprintf("%s, each a mark at its invocation.", words.Plural(len(r.Ops), "op"))
 	}
 	for _, m := range marks {
 		var tip string

@@ -31,8 +31,12 @@ type Results struct {
 	Damage models.Damage `json:"damage"`
 	// Params are everything needed to rerun the test, in order.
 	Params []Param `json:"params"`
-	// Command is the exact command line that reruns it, seed included.
+	// Command is the exact command line that reruns it, seed included,
+	// each argument quoted as a POSIX shell reads it back.
 	Command string `json:"command,omitempty"`
+	// CommandArgv is the same command as a list of arguments, for a
+	// program that runs it without a shell.
+	CommandArgv []string `json:"command_argv,omitempty"`
 	// Started is the UTC wall-clock time of the history's time zero.
 	Started string `json:"started"`
 	// DurationS is the whole run in seconds, setup and check included.
@@ -58,7 +62,7 @@ type Results struct {
 func MakeResults(r *Run) Results {
 	return Results{
 		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
-		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
+		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
 		Incomplete: r.Incomplete, Unfinished: r.Unfinished,

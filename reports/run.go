@@ -45,6 +45,7 @@ type Run struct {
 	Dir         string
 	Name        string
 	Command     string
+	CommandArgv []string // Command as a list of arguments
 	Started     time.Time
 	Duration    time.Duration
 	CheckTime   time.Duration

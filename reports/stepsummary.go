@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -102,8 +103,8 @@ func StepSummary(r *Run) string {
 		b.WriteString("\n</details>\n\n")
 	}
 	st := ComputeStats(r.Ops)
-	fmt.Fprintf(&b, "%d events; stale tokens fenced %d; leases lost %d; two holders at once %d times; acquire p50 %.1f ms, p99 %.1f ms.\n\n",
-		len(r.Events), st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
+	fmt.Fprintf(&b, "%d events; stale tokens fenced %d; leases lost %d; two holders at once %s; acquire p50 %.1f ms, p99 %.1f ms.\n\n",
+		len(r.Events), st.Fenced, st.LeasesLost, words.Plural(st.Overlaps, "time"), st.AcquireMillis.P50, st.AcquireMillis.P99)
 	if r.Command != "" {
 		fence := strings.Repeat("`", max(3, longestRun(r.Command, '`')+1))
 		fmt.Fprintf(&b, "Rerun:\n\n%ssh\n%s\n%s\n\n", fence, oneLine(clean(r.Command)), fence)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -39,12 +40,12 @@ func (t *teller) tally() (Step, bool) {
 	if last == nil || last.Call < lastWrite || *last.Value >= int64(okWrites) {
 		return Step{}, false
 	}
-	text := fmt.Sprintf("in the end: the last read (%s's, with token %d) returned %d, though %d writes of one more than the value read were acknowledged",
-		t.who(last.Process), last.Token, *last.Value, okWrites)
+	text := fmt.Sprintf("in the end: the last read (%s's, with token %d) returned %d, though %s of one more than the value read %s acknowledged",
+		t.who(last.Process), last.Token, *last.Value, words.Plural(okWrites, "write"), plural(okWrites, "was", "were"))
 	lost := int64(okWrites) - *last.Value
 	text += fmt.Sprintf(": %d %s lost over the run", lost, plural(int(lost), "update was", "updates were"))
 	if unknown > 0 {
-		text += fmt.Sprintf(" (%d more writes had an unknown outcome)", unknown)
+		text += fmt.Sprintf(" (%d more %s an unknown outcome)", unknown, plural(unknown, "write had", "writes had"))
 	}
 	return Step{last.Ended(), text, "after", last.InvokeIndex}, true
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -25,8 +26,8 @@ func Summary(w io.Writer, r *Run) {
 		m := st.Ops[f]
 		fmt.Fprintf(w, "  %-8s ok %6d  fail %6d  info %4d\n", f, m["ok"], m["fail"], m["info"])
 	}
-	fmt.Fprintf(w, "  stale tokens fenced %d, leases known lost %d, two holders at once %d times, acquire p50 %.1f ms p99 %.1f ms\n",
-		st.Fenced, st.LeasesLost, st.Overlaps, st.AcquireMillis.P50, st.AcquireMillis.P99)
+	fmt.Fprintf(w, "  stale tokens fenced %d, leases known lost %d, two holders at once %s, acquire p50 %.1f ms p99 %.1f ms\n",
+		st.Fenced, st.LeasesLost, words.Plural(st.Overlaps, "time"), st.AcquireMillis.P50, st.AcquireMillis.P99)
 	dmg := models.ComputeDamage(r.Ops)
 	fmt.Fprintf(w, "  damage: %s\n", dmg.Text())
 	KeyLines(w, "  ", r.Result.Keys)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -48,7 +49,7 @@ func Timelines(r *Run) []Drawing {
 	}
 	d := newTimelineData(r)
 	out := []Drawing{{ID: "timeline", Title: "The whole run", SVG: d.draw(0, d.end),
-		Caption: fmt.Sprintf("%d ops of %d processes over %.2f s.", len(r.Ops), len(d.procs), float64(d.end)/1e9)}}
+		Caption: fmt.Sprintf("%s of %s over %.2f s.", words.Plural(len(r.Ops), "op"), words.Plural(len(d.procs), "process"), float64(d.end)/1e9)}}
 	if len(r.Ops) > maxDrawnOps {
 		out[0].Caption += " Too many ops to draw one by one: each lane shows runs of ops, coloured by the worst outcome among them (info over fail over ok); hover for counts."
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -209,7 +210,7 @@ func (d *timelineData) draw(t0, t1 int64) template.HTML {
 			for _, rn := range rs {
 				tip := beliefText(rn.b)
 				if rn.n > 1 {
-					tip = fmt.Sprintf("%s held a lease %d times between %s and %s", lanes[l].String(), rn.n, history.Seconds(rn.t0), history.Seconds(rn.t1))
+					tip = fmt.Sprintf("%s held a lease %s between %s and %s", lanes[l].String(), words.Plural(rn.n, "time"), history.Seconds(rn.t0), history.Seconds(rn.t1))
 				}
 				fmt.Fprintf(&b, `<rect class="belief" x="%.1f" y="%.1f" width="%.1f" height="3" fill="%s"><title>%s</title></rect>`,
 					f.x(rn.t0), beliefY(l), math.Max(f.x(rn.t1)-f.x(rn.t0), 1), d.keyColor[rn.b.Key], esc(tip))

@@ -3,9 +3,11 @@ package fenced
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/internal/jsonerr"
 )
 
 type request struct {
@@ -29,7 +31,7 @@ func Handler(s *Store) http.Handler {
 	mux.HandleFunc("POST /read", func(w http.ResponseWriter, r *http.Request) {
 		var req request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			backends.WriteJSON(w, nil, backends.Definite(err))
+			backends.WriteJSON(w, nil, badRequest(err))
 			return
 		}
 		v, err := s.Read(r.Context(), req.Key, req.Token)
@@ -38,7 +40,7 @@ func Handler(s *Store) http.Handler {
 	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) {
 		var req request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			backends.WriteJSON(w, nil, backends.Definite(err))
+			backends.WriteJSON(w, nil, badRequest(err))
 			return
 		}
 		backends.WriteJSON(w, answer{}, s.Write(r.Context(), req.Key, req.Token, req.Value))
@@ -64,3 +66,9 @@ func (r *Remote) Write(ctx context.Context, key string, token uint64, value int6
 
 // Port is where `check storage` listens in the storage node.
 const Port = 7001
+
+// badRequest is a request body that is not the JSON the API takes, said in
+// plain words (a user's client sends it; docs/client-protocol.md).
+func badRequest(err error) error {
+	return backends.Definite(errors.New("the request body: " + jsonerr.Message(nil, err) + ` (want {"key": "k0", "token": 7} to read, with "value": 8 to write)`))
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 func init() {
@@ -27,9 +28,17 @@ func init() {
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			if len(spec.Endpoints) != 1 {
-				return nil, fmt.Errorf("the memory backend needs one lockd endpoint, got %v", spec.Endpoints)
+				return nil, fmt.Errorf("the memory backend needs one lockd endpoint, got %s", gotEndpoints(spec.Endpoints))
 			}
 			return NewClient(&Remote{URL: spec.Endpoints[0], Client: registry.HTTPClient()}, storage, spec.LeaseTTL, nil), nil
 		},
 	})
+}
+
+// gotEndpoints names the endpoints given, for a message.
+func gotEndpoints(endpoints []string) string {
+	if len(endpoints) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d: %s", len(endpoints), words.List(endpoints))
 }

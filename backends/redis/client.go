@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 // Backoff between tries at a busy lock: from minBackoff, doubling up to
@@ -59,7 +60,7 @@ func NewClient(endpoints []string, recipe string, ttl time.Duration, storage fen
 		return nil, err
 	}
 	if len(endpoints) != want {
-		return nil, fmt.Errorf("recipe %s needs %d Redis endpoints, got %v", recipe, want, endpoints)
+		return nil, fmt.Errorf("recipe %s needs %s, got %s", recipe, words.Plural(want, "Redis endpoint"), endpointList(endpoints))
 	}
 	if storage == nil {
 		return nil, fmt.Errorf("the Redis backend keeps no resource itself: it needs a shared storage")
@@ -193,4 +194,12 @@ func (c *Client) Close() error {
 		return fmt.Errorf("closing: %s", strings.Join(errs, "; "))
 	}
 	return nil
+}
+
+// endpointList names endpoints for a message: "none", or "a, b and c".
+func endpointList(endpoints []string) string {
+	if len(endpoints) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%d: %s", len(endpoints), words.List(endpoints))
 }

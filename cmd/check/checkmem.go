@@ -36,5 +36,8 @@ func (f memFlag) Type() string { return "size" }
 // addCheckMemoryFlag adds --check-memory, defaulting to half the machine.
 func addCheckMemoryFlag(fs *pflag.FlagSet, v *int64) {
 	*v = harness.DefaultCheckMemory()
-	fs.Var(memFlag{v}, "check-memory", "bound on the check's memory (e.g. 8GiB); past it the verdict is unknown; default half of this machine's memory")
+	fs.Var(memFlag{v}, "check-memory", fmt.Sprintf("bound on the check's memory (e.g. 8GiB); past it the verdict is unknown (default: half of this machine's memory, here %s)", models.FormatBytes(*v)))
+	// The usage says the default and where it comes from; pflag would add
+	// it a second time.
+	fs.Lookup("check-memory").DefValue = ""
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 func newClientTestCmd() *cobra.Command {
@@ -43,7 +44,7 @@ exchanged. Exit 0 when every check passed, 1 when one failed.`,
 				return &exitError{harness.ExitFailed, err}
 			}
 			if failed > 0 {
-				return &exitError{1, fmt.Errorf("%d checks failed", failed)}
+				return &exitError{1, fmt.Errorf("%s failed", words.Plural(failed, "check"))}
 			}
 			return nil
 		},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/words"
 )
 
 func failed(err error) error { return &exitError{harness.ExitFailed, err} }
@@ -108,7 +109,7 @@ func newClusterCmd() *cobra.Command {
 			if err := compose.DownAll(ctx, cli, downID); err != nil {
 				return failed(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "removed %d objects\n", len(before))
+			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", words.Plural(len(before), "object"))
 			return nil
 		},
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -134,7 +135,7 @@ on bad arguments.`,
 				return &exitError{harness.ExitFailed, err}
 			}
 			if code := compare.ExitCode(c); code != 0 {
-				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
+				why := fmt.Sprintf("%s could not be carried out", words.Plural(c.Errors, "run"))
 				if c.Interrupted {
 					why = "interrupted before every cell ran"
 				}

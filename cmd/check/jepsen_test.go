@@ -65,7 +65,8 @@ func TestTestCountStopsAtTheFirstInvalidRun(t *testing.T) {
 
 // With --keep-going every run is carried out, each with its own seed and
 // directory; the exit code is the worst verdict. --concurrency sets the
-// client count, and the rerun command of each run is a single test.
+// client count (2n on memory, which runs one server: 2 clients), and the
+// rerun command of each run is a single test.
 func TestTestCountKeepGoingAndConcurrency(t *testing.T) {
 	store := t.TempDir()
 	args := append(quick(store), "--fencing", "none", "--nemesis", "pause-holder", "--seed", "70", "--test-count", "3", "--keep-going", "--concurrency", "2n")
@@ -87,12 +88,12 @@ func TestTestCountKeepGoingAndConcurrency(t *testing.T) {
 		if string(res.Verdict) != l[3] {
 			t.Errorf("%s: results.json says %s, the line %s", l[5], res.Verdict, l[3])
 		}
-		if param(res, "seed") != fmt.Sprint(70+i) || param(res, "clients") != "6" {
-			t.Errorf("%s: seed %s clients %s, want %d and 6", l[5], param(res, "seed"), param(res, "clients"), 70+i)
+		if param(res, "seed") != fmt.Sprint(70+i) || param(res, "clients") != "2" || param(res, "nodes") != "1" {
+			t.Errorf("%s: seed %s clients %s nodes %s, want %d, 2 and 1", l[5], param(res, "seed"), param(res, "clients"), param(res, "nodes"), 70+i)
 		}
 		if strings.Contains(res.Command, "--test-count") || strings.Contains(res.Command, "--keep-going") ||
-			strings.Contains(res.Command, "--concurrency") || !strings.Contains(res.Command, "--clients 6") {
-			t.Errorf("%s: the rerun command %q is not one test with --clients 6", l[5], res.Command)
+			strings.Contains(res.Command, "--concurrency") || !strings.Contains(res.Command, "--clients 2") {
+			t.Errorf("%s: the rerun command %q is not one test with --clients 2", l[5], res.Command)
 		}
 	}
 	if len(dirs) != 3 {
@@ -188,6 +189,8 @@ func TestJepsenFlagsRefuseBadValues(t *testing.T) {
 		{[]string{"--concurrency", "0"}, "--concurrency"},
 		{[]string{"--test-count", "0"}, "--test-count"},
 		{[]string{"--test-count", "-3"}, "--test-count"},
+		{[]string{"--keep-going"}, "--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count"},
+		{[]string{"--keep-going", "--test-count", "1"}, "add --test-count"},
 	} {
 		store := t.TempDir()
 		code, _, stderr := runCLI(t, append(c.args, "--store", store)...)

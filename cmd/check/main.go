@@ -49,7 +49,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
@@ -68,7 +68,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	var de *dataError
 	if code == harness.ExitUsage && !errors.As(err, &de) {
-		fmt.Fprintln(stderr, "(run check --help for every flag and its accepted values)")
+		// The help of the command that was given: a subcommand's flags
+		// are not the main command's.
+		path := root.CommandPath()
+		if cmd != nil && cmd.Name() != "help" {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(stderr, "(run %s --help for every flag and its accepted values)\n", path)
 	}
 	return code
 }

@@ -16,8 +16,9 @@ import (
 const maxTestCount = 10000
 
 // parseConcurrency reads Jepsen's --concurrency: a number of clients, or
-// "<k>n" for k clients per server node (3n with 5 nodes is 15 clients).
-func parseConcurrency(s string, nodes int) (int, error) {
+// "<k>n" for k clients per server the backend runs (3n with 5 nodes is 15
+// clients; servers is Config.Servers).
+func parseConcurrency(s string, servers int) (int, error) {
 	t := strings.TrimSpace(s)
 	perNode := strings.HasSuffix(t, "n")
 	n, err := strconv.Atoi(strings.TrimSuffix(t, "n"))
@@ -25,7 +26,7 @@ func parseConcurrency(s string, nodes int) (int, error) {
 		return 0, fmt.Errorf("--concurrency: %q is not a number of clients (e.g. 5) or of clients per node (e.g. 2n)", s)
 	}
 	if perNode {
-		n *= nodes
+		n *= servers
 	}
 	return n, nil
 }

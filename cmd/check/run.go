@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/shellquote"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -56,7 +57,11 @@ at the newest.` + faultHelp(),
 				cfg.Options[flag] = *v
 			}
 			if cmd.Flags().Changed("concurrency") {
-				n, err := parseConcurrency(concurrency, cfg.Nodes)
+				servers, err := cfg.Servers()
+				if err != nil {
+					return err
+				}
+				n, err := parseConcurrency(concurrency, servers)
 				if err != nil {
 					return usageErr("%v", err)
 				}
@@ -67,6 +72,9 @@ at the newest.` + faultHelp(),
 			}
 			if testCount < 1 || testCount > maxTestCount {
 				return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
+			}
+			if keepGoing && testCount < 2 {
+				return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
 			}
 			cfg.Given = map[string]bool{}
 			cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
@@ -80,7 +88,8 @@ at the newest.` + faultHelp(),
 				func(i int, seed int64) (int, string, error) {
 					c := cfg
 					c.Seed = seed
-					c.Command = commandLine(cmd, seed)
+					c.CommandArgv = commandLine(cmd, seed)
+					c.Command = shellquote.Join(c.CommandArgv)
 					c.JUnit = junitFor(junit, i, testCount)
 					out, err := harness.Run(sig, c, cmd.OutOrStdout())
 					if err != nil {
@@ -106,7 +115,7 @@ at the newest.` + faultHelp(),
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
 	f.StringVar(&nemesis, "nemesis", noFaults, "comma list of faults: "+faultNames())
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
-	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server node (e.g. 2n)")
+	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server the backend runs (e.g. 2n: 6 on 3 etcd nodes, 2 on memory's one server)")
 	f.IntVar(&testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
 	f.BoolVar(&keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
@@ -144,6 +153,8 @@ at the newest.` + faultHelp(),
 	cmd.AddCommand(newServeCmd())
 	cmd.AddCommand(newCompareCmd())
 	cmd.AddCommand(newClientTestCmd())
+	cmd.SetHelpCommand(newHelpCmd())
+	refuseUnknownSubcommands(cmd)
 	return cmd
 }
 
@@ -173,9 +184,11 @@ func splitList(s string) []string {
 	return out
 }
 
-// commandLine is the exact command to rerun this test, seed included.
-func commandLine(cmd *cobra.Command, seed int64) string {
-	parts := []string{"check"}
+// commandLine is the exact command to rerun this test, seed included, as
+// its arguments (results.json keeps them as a list; shellquote.Join writes
+// them as a line a shell reads back the same).
+func commandLine(cmd *cobra.Command, seed int64) []string {
+	argv := []string{"check"}
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		// The command reruns this one test: no repetition, and the client
 		// count as --clients (which --concurrency has set).
@@ -183,7 +196,7 @@ func commandLine(cmd *cobra.Command, seed int64) string {
 		case "seed", "test-count", "keep-going":
 			return
 		case "concurrency":
-			parts = append(parts, fmt.Sprintf("--clients %s", cmd.Flags().Lookup("clients").Value.String()))
+			argv = append(argv, "--clients", cmd.Flags().Lookup("clients").Value.String())
 			return
 		case "clients":
 			if cmd.Flags().Changed("concurrency") {
@@ -192,11 +205,10 @@ func commandLine(cmd *cobra.Command, seed int64) string {
 		}
 		if f.Value.Type() == "bool" {
 			// "--flag true" would read "true" as an argument.
-			parts = append(parts, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
+			argv = append(argv, fmt.Sprintf("--%s=%s", f.Name, f.Value.String()))
 			return
 		}
-		parts = append(parts, fmt.Sprintf("--%s %s", f.Name, f.Value.String()))
+		argv = append(argv, "--"+f.Name, f.Value.String())
 	})
-	parts = append(parts, fmt.Sprintf("--seed %d", seed))
-	return strings.Join(parts, " ")
+	return append(argv, "--seed", fmt.Sprint(seed))
 }
