@@ -155,6 +155,8 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	var runErr error
 	// done says how the workload phases went (zero when setup failed).
 	var done phasesDone
+	// servers is what the servers said they are (nil when not asked).
+	var servers *reports.Servers
 	fail := func(err error) {
 		if err == nil {
 			return
@@ -193,6 +195,9 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		cfg.live = startLive(&cfg, rec, logf)
 		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
 		cfg.live.wait()
+		// Every fault is healed: ask the servers what they are before
+		// they are torn down. A second signal cuts the question short.
+		servers = askServers(sig.Abort, sys, &cfg, logf)
 		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
 		if out.Incomplete != "" {
 			logf("the run is incomplete: %s", out.Incomplete)
@@ -263,7 +268,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
 		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command,
 		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
-		Incomplete: out.Incomplete,
+		Incomplete: out.Incomplete, Servers: servers,
 	}
 	if runErr != nil {
 		r.Error = runErr.Error()

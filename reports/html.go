@@ -72,19 +72,22 @@ type reportView struct {
 	KeysSummary string
 	Command     string
 	Seed        string
-	Params      []Param
-	Keys        []keyView
-	Invalid     []keyView
-	Stats       Stats
-	Counts      []countRow
-	Faults      []faultRow
-	MoreFaults  int
-	Timelines   []Drawing
-	Latency     Drawing
-	Throughput  Drawing
-	Legend      []struct{ F, Color string }
-	Files       []string
-	Colors      map[string]string
+	// Servers is what the servers said they are, cleaned; nil when the
+	// run did not ask.
+	Servers    *Servers
+	Params     []Param
+	Keys       []keyView
+	Invalid    []keyView
+	Stats      Stats
+	Counts     []countRow
+	Faults     []faultRow
+	MoreFaults int
+	Timelines  []Drawing
+	Latency    Drawing
+	Throughput Drawing
+	Legend     []struct{ F, Color string }
+	Files      []string
+	Colors     map[string]string
 	// KeyColors tell the keys' lease bands apart, when there are a few.
 	KeyColors []struct{ Key, Color string }
 	// MoreInvalid counts the invalid keys whose story is left out.
@@ -158,6 +161,13 @@ func WriteHTML(w io.Writer, r *Run) error {
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
 	}
 	v.Damage = clean(res.Damage.Text())
+	if sv := r.Servers; sv != nil {
+		c := &Servers{Summary: clean(sv.Summary), Query: clean(sv.Query)}
+		for _, n := range sv.Nodes {
+			c.Nodes = append(c.Nodes, ServerNode{Node: clean(n.Node), Version: clean(n.Version), Answer: clean(n.Answer), Error: clean(n.Error)})
+		}
+		v.Servers = c
+	}
 	if len(res.Damage.Keys) > 1 {
 		v.DamageKeys = damageRows(&res.Damage)
 	}

@@ -47,6 +47,9 @@ type Results struct {
 	// Incomplete says what the run did not do that a valid verdict
 	// needs (docs/results.md); the verdict is then at best unknown.
 	Incomplete string `json:"incomplete,omitempty"`
+
+	// Servers is what the servers said they are (docs/results.md).
+	Servers *Servers `json:"servers,omitempty"`
 }
 
 // MakeResults builds results.json's content.
@@ -56,7 +59,7 @@ func MakeResults(r *Run) Results {
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
-		Incomplete: r.Incomplete,
+		Incomplete: r.Incomplete, Servers: r.Servers,
 	}
 }
 

@@ -12,7 +12,7 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "memory", Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
+		Name: "memory", Server: "fencecheck", VersionQuery: VersionQuery, Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
 		ClosedToClients: "the memory backend runs its own in-process lock service, which no outside client can speak to",
 		MinTTL:          50 * time.Millisecond,
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {

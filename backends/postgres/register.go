@@ -12,7 +12,7 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "postgres", Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		Name: "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL,
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil

@@ -14,7 +14,7 @@ const PersistenceFlag = "redis-persistence"
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "redis", Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		Name: "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:     100 * time.Millisecond,
 		FixedNodes: "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag",
 		Options: []registry.Option{{Flag: PersistenceFlag, Check: CheckPersistence,

@@ -72,8 +72,15 @@ const (
 
 // Info describes a backend: what it accepts and how it is set up.
 type Info struct {
-	Name    string
-	Recipes []string // the first is the default
+	Name string
+	// Server names the lock service's server program as reports print
+	// it ("etcd", "PostgreSQL"); VersionQuery says how a run asks each
+	// server what it is (its DB's AskVersion), for --help and the
+	// results. The answer, not the version asked for, is what a run
+	// records.
+	Server       string
+	VersionQuery string
+	Recipes      []string // the first is the default
 	// Storages the backend keeps itself (etcd: the resource in etcd); the
 	// shared ones (Storages, e.g. the fenced node) work with every backend.
 	Storages []string
@@ -84,7 +91,8 @@ type Info struct {
 	// clamp it up, and says so in Notes).
 	MinTTL time.Duration
 	// Versions of the servers, for --server-version; the first is the
-	// default. Nodes are the accepted --nodes (empty: the backend's
+	// default (empty: the backend runs one build, the one its node image
+	// carries, and the flag is refused). Nodes are the accepted --nodes (empty: the backend's
 	// server count is fixed, and FixedNodes says why --nodes is refused).
 	Versions   []string
 	Nodes      []int

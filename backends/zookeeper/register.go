@@ -10,7 +10,7 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "zookeeper", Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
+		Name: "zookeeper", Server: "ZooKeeper", VersionQuery: VersionQuery, Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Nodes: []int{3, 5},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{TTL: s.LeaseTTL}, s.Nodes, nil
