@@ -45,7 +45,7 @@ func TestServersEverywhere(t *testing.T) {
 	r := synthetic(t, 200, false)
 	r.Dir = t.TempDir()
 	r.Servers = NewServers("ZooKeeper", "srvr", []ServerNode{
-		{Node: "n1", Version: "3.8.0", Answer: "3.8.0-${mvngit.commit.id}, built on 2024-06-25 12:00 UTC"},
+		{Node: "n1", Version: "3.8.0", Answer: "3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC"},
 		{Node: "n2", Version: UnknownVersion, Error: "n2: container is paused"},
 	})
 	if err := WriteAll(r); err != nil {
@@ -73,7 +73,7 @@ func TestServersEverywhere(t *testing.T) {
 		t.Fatalf("results.json has no servers (%v):\n%s", err, b)
 	}
 	if res.Servers.Summary != "ZooKeeper 3.8.0; n2 did not answer" || len(res.Servers.Nodes) != 2 ||
-		res.Servers.Nodes[0].Answer != "3.8.0-${mvngit.commit.id}, built on 2024-06-25 12:00 UTC" || res.Servers.Nodes[1].Version != UnknownVersion {
+		res.Servers.Nodes[0].Answer != "3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC" || res.Servers.Nodes[1].Version != UnknownVersion {
 		t.Errorf("results.json servers: %+v", res.Servers)
 	}
 	back, err := LoadRun(r.Dir)
@@ -85,7 +85,7 @@ func TestServersEverywhere(t *testing.T) {
 	}
 	html, _ := os.ReadFile(filepath.Join(r.Dir, runstore.ReportFile))
 	if !strings.Contains(string(html), `id="servers">servers: <b>ZooKeeper 3.8.0; n2 did not answer</b>`) ||
-		!strings.Contains(string(html), "3.8.0-${mvngit.commit.id}, built on 2024-06-25 12:00 UTC") {
+		!strings.Contains(string(html), "3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC") {
 		t.Error("the report's header or its answers table lacks the servers")
 	}
 	doc, _ := parseJUnit(t, r)
@@ -94,7 +94,7 @@ func TestServersEverywhere(t *testing.T) {
 		props[p.Name] = p.Value
 	}
 	if props["servers"] != "ZooKeeper 3.8.0; n2 did not answer" || props["servers.n1"] != "3.8.0" ||
-		props["servers.n1.answer"] != "3.8.0-${mvngit.commit.id}, built on 2024-06-25 12:00 UTC" ||
+		props["servers.n1.answer"] != "3.8.0-${mvngit.commit.id}, built on 2024-12-29 17:54 UTC" ||
 		props["servers.n2"] != UnknownVersion || props["servers.n2.error"] != "n2: container is paused" {
 		t.Errorf("JUnit properties: %v", props)
 	}
