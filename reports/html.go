@@ -72,22 +72,19 @@ type reportView struct {
 	KeysSummary string
 	Command     string
 	Seed        string
-	// Servers is what the servers said they are, cleaned; nil when the
-	// run did not ask.
-	Servers    *Servers
-	Params     []Param
-	Keys       []keyView
-	Invalid    []keyView
-	Stats      Stats
-	Counts     []countRow
-	Faults     []faultRow
-	MoreFaults int
-	Timelines  []Drawing
-	Latency    Drawing
-	Throughput Drawing
-	Legend     []struct{ F, Color string }
-	Files      []string
-	Colors     map[string]string
+	Params      []Param
+	Keys        []keyView
+	Invalid     []keyView
+	Stats       Stats
+	Counts      []countRow
+	Faults      []faultRow
+	MoreFaults  int
+	Timelines   []Drawing
+	Latency     Drawing
+	Throughput  Drawing
+	Legend      []struct{ F, Color string }
+	Files       []string
+	Colors      map[string]string
 	// KeyColors tell the keys' lease bands apart, when there are a few.
 	KeyColors []struct{ Key, Color string }
 	// MoreInvalid counts the invalid keys whose story is left out.
@@ -96,6 +93,9 @@ type reportView struct {
 	// there are several.
 	Damage     string
 	DamageKeys []damageRow
+	// Servers is what the servers said they are, cleaned; nil when the
+	// run did not ask.
+	Servers *Servers
 }
 
 // damageRow is one key's damage in the report.
