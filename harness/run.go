@@ -196,8 +196,9 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
 		cfg.live.wait()
 		// Every fault is healed: ask the servers what they are before
-		// they are torn down. A second signal cuts the question short.
-		servers = askServers(sig.Abort, sys, &cfg, logf)
+		// they are torn down, briefly after an interrupt; a second
+		// signal cuts the question short.
+		servers = askServers(sig.Abort, sys, &cfg, stop.Err() != nil, logf)
 		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
 		if out.Incomplete != "" {
 			logf("the run is incomplete: %s", out.Incomplete)

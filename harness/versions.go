@@ -12,9 +12,12 @@ import (
 // How long the servers get to say what they are, once the last fault is
 // healed: a node just resumed or restarted may take a moment to answer,
 // and one that still does not is recorded as unknown.
+// After an interrupt the person wants the run to end: the servers get
+// less.
 const (
-	versionWait  = 10 * time.Second
-	versionRetry = 500 * time.Millisecond
+	versionWait            = 10 * time.Second
+	versionWaitInterrupted = 2 * time.Second
+	versionRetry           = 500 * time.Millisecond
 )
 
 // versionAsker is a system whose servers can be asked what they are.
@@ -28,12 +31,17 @@ type versionAsker interface {
 // results. It never fails the run: a node that does not answer within
 // versionWait is recorded as unknown, and a system that cannot be asked
 // (none set up, a backend without the question) records nothing.
-func askServers(ctx context.Context, sys System, cfg *Config, logf func(string, ...any)) *reports.Servers {
+// interrupted shortens the wait to versionWaitInterrupted.
+func askServers(ctx context.Context, sys System, cfg *Config, interrupted bool, logf func(string, ...any)) *reports.Servers {
 	a, ok := sys.(versionAsker)
 	if !ok || sys == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, versionWait)
+	wait := versionWait
+	if interrupted {
+		wait = versionWaitInterrupted
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	nodes := a.askVersions(ctx)
 	if len(nodes) == 0 {
