@@ -2,6 +2,8 @@ package backends
 
 import (
 	"context"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
@@ -52,3 +54,32 @@ type DB interface {
 type Credentialed interface {
 	Credentials() (user, password string)
 }
+
+// ServerVersion is a server's own answer to "what are you?", asked of the
+// running server (not read from a package or a binary on disk): what a
+// run records as the version it tested.
+type ServerVersion struct {
+	// Answer is the part of the server's answer that names its version,
+	// verbatim (ZooKeeper's srvr says "3.8.0-${mvngit.commit.id}, built on
+	// …" for Debian's build, and that is what is kept).
+	Answer string
+	// Version is the useful part of it: the release, e.g. "3.8.0".
+	Version string
+}
+
+// VersionAsker is a DB that can ask one of its servers what it is. The
+// harness asks every server node once the last fault is healed, retries
+// briefly, and records a node that does not answer as unknown: a version
+// query never fails a run or changes its verdict.
+type VersionAsker interface {
+	AskVersion(ctx context.Context, c *compose.Cluster, node string) (ServerVersion, error)
+}
+
+// Release is the leading release number of a version answer, e.g.
+// "3.8.0" of "3.8.0-${mvngit.commit.id}, built on …" or "15.20" of
+// "15.20 (Debian 15.20-0+deb12u1)"; "" when the answer starts with none.
+func Release(answer string) string {
+	return releasePrefix.FindString(strings.TrimSpace(answer))
+}
+
+var releasePrefix = regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)*`)

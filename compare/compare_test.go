@@ -408,8 +408,14 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 			t.Errorf("the cell's link is broken: %v", err)
 		}
 	}
+	// Each row names what its servers said they are: in process, this
+	// build of fencecheck.
+	servers := c.Rows[0].ServersText()
+	if !strings.HasPrefix(servers, "fencecheck ") || c.Rows[1].ServersText() != servers || unfenced.Runs[0].Servers != servers {
+		t.Errorf("servers: rows %q and %q, run %q; want the in-process build, \"fencecheck …\"", servers, c.Rows[1].ServersText(), unfenced.Runs[0].Servers)
+	}
 	md, _ := os.ReadFile(filepath.Join(dir, "compare.md"))
-	if !strings.Contains(string(md), "| memory | lease | fenced | none | invalid 1/1<br>") || !strings.Contains(string(md), "| memory | lease | fenced | all | valid 1/1<br>") {
+	if !strings.Contains(string(md), "| memory<br>"+servers+" | lease | fenced | none | invalid 1/1<br>") || !strings.Contains(string(md), "| memory<br>"+servers+" | lease | fenced | all | valid 1/1<br>") {
 		t.Errorf("compare.md:\n%s", md)
 	}
 	if ExitCode(c) != 0 {

@@ -116,6 +116,9 @@ func summarizeRun(cfg harness.Config, root string, out *harness.Outcome, runErr 
 	if out == nil || out.Report == nil {
 		return r
 	}
+	if sv := out.Report.Servers; sv != nil {
+		r.Servers = sv.Summary
+	}
 	ops := out.Report.Ops
 	acq := reports.ComputeStats(ops).Ops[history.Acquire]
 	r.AcquireOK, r.AcquireFail, r.AcquireInfo = acq[string(history.OK)], acq[string(history.Fail)], acq[string(history.Info)]

@@ -9,6 +9,7 @@
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -159,8 +160,13 @@ func (c *Config) Defaults() {
 		if c.Cluster == "" {
 			c.Cluster = b.Clusters[0]
 		}
-		if c.ServerVersion == "" && len(b.Versions) > 0 {
-			c.ServerVersion = b.Versions[0]
+		if c.ServerVersion == "" || c.ServerVersion == registry.DefaultVersion {
+			// What the run records: the default's name where there is a
+			// choice, "default" where the backend has one build.
+			c.ServerVersion = registry.DefaultVersion
+			if len(b.Versions) > 0 {
+				c.ServerVersion = b.Versions[0]
+			}
 		}
 	}
 	if c.PauseDuration == 0 && !c.Given["pause-duration"] {
@@ -218,11 +224,13 @@ func (c *Config) Validate() error {
 	if !slices.Contains(b.Clusters, c.Cluster) {
 		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, joinClusters(b.Clusters))
 	}
-	if len(b.Versions) > 0 && !slices.Contains(b.Versions, c.ServerVersion) {
-		return usage("server-version", "backend %s has no server version %q (accepted: %s)", c.Backend, c.ServerVersion, strings.Join(b.Versions, ", "))
+	defaultVersion := c.ServerVersion == "" || c.ServerVersion == registry.DefaultVersion
+	if len(b.Versions) > 0 && !defaultVersion && !slices.Contains(b.Versions, c.ServerVersion) {
+		return usage("server-version", "backend %s has no server version %q (accepted: %s, or %s for %s)", c.Backend, c.ServerVersion,
+			strings.Join(b.Versions, ", "), registry.DefaultVersion, b.Versions[0])
 	}
-	if len(b.Versions) == 0 && c.ServerVersion != "" {
-		return usage("server-version", "backend %s has one server build; drop the flag", c.Backend)
+	if len(b.Versions) == 0 && !defaultVersion {
+		return usage("server-version", "backend %s has one server build (%s); drop the flag", c.Backend, cmp.Or(b.Builds[registry.DefaultVersion], registry.DefaultVersion))
 	}
 	if err := c.checkNodes(b); err != nil {
 		return err

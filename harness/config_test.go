@@ -138,3 +138,47 @@ func TestNodesAndPauseDurationOnlyWhenGiven(t *testing.T) {
 		}
 	}
 }
+
+// A run records the server build it asked for: the default's name where
+// a backend has a choice, "default" where it has one build — never "" —
+// and "default" is accepted as a value by every backend.
+func TestServerVersionRecordsTheDefault(t *testing.T) {
+	for _, tc := range []struct {
+		backend, given, recorded, refused string
+	}{
+		{"etcd", "", "3.6", ""},
+		{"etcd", "default", "3.6", ""},
+		{"etcd", "3.4", "3.4", ""},
+		{"etcd", "3.5", "", `--server-version: backend etcd has no server version "3.5" (accepted: 3.6, 3.4, or default for 3.6)`},
+		{"zookeeper", "", "default", ""},
+		{"zookeeper", "default", "default", ""},
+		{"zookeeper", "3.9", "", "--server-version: backend zookeeper has one server build (Debian's zookeeper package (3.8)); drop the flag"},
+		{"postgres", "", "default", ""},
+		{"redis", "", "default", ""},
+		{"memory", "", "default", ""},
+	} {
+		cfg := memoryConfig(t, "none", "none")
+		cfg.Backend, cfg.ServerVersion, cfg.Cluster, cfg.Nodes, cfg.LeaseTTL = tc.backend, tc.given, "", 3, 2*time.Second
+		cfg.Defaults()
+		err := cfg.Validate()
+		if tc.refused != "" {
+			if err == nil || err.Error() != tc.refused {
+				t.Errorf("%s --server-version %q: got %v, want %q", tc.backend, tc.given, err, tc.refused)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s --server-version %q: %v", tc.backend, tc.given, err)
+			continue
+		}
+		var recorded string
+		for _, p := range params(&cfg, nil) {
+			if p.Name == "server-version" {
+				recorded = p.Value
+			}
+		}
+		if recorded != tc.recorded {
+			t.Errorf("%s --server-version %q records %q, want %q", tc.backend, tc.given, recorded, tc.recorded)
+		}
+	}
+}

@@ -34,6 +34,8 @@ type dockerSystem struct {
 	cfg     *Config
 	cluster *compose.Cluster
 	db      backends.DB
+	// servers are the lock service's nodes, n1..nN.
+	servers []string
 	spec    backends.ClientSpec
 	image   string
 	// clientImage is the --client program's image, or "".
@@ -145,11 +147,11 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	if err != nil {
 		return nil, err
 	}
-	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, image: image, clientImage: clientImage, logf: logf, dir: dir}
 	var nodes []string
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
+	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, servers: nodes, image: image, clientImage: clientImage, logf: logf, dir: dir}
 	cfg.phase("servers")
 	// A fault that must be in place when each server starts (the first
 	// time and after a kill) prepares the nodes now.

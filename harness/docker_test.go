@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 // dockerOrSkip makes sure the engine answers and returns the static check
@@ -59,7 +61,47 @@ func runDocker(t *testing.T, cfg Config) *Outcome {
 	if _, err := os.Stat(filepath.Join(out.Dir, "logs")); err != nil {
 		t.Errorf("no server logs collected: %v", err)
 	}
+	checkServers(t, cfg, out)
 	return out
+}
+
+// checkServers: every Docker run asked its servers what they are, once
+// per server node, and at least one answered in the backend's terms — with
+// the build asked for, when a test asked for one (the server's own answer,
+// not the flag). A node that did not answer is only logged: under load a
+// just-resumed node may stay silent, and that must never fail a run.
+func checkServers(t *testing.T, cfg Config, out *Outcome) {
+	t.Helper()
+	sv := out.Report.Servers
+	if sv == nil {
+		t.Errorf("the run did not record what its servers are")
+		return
+	}
+	t.Logf("servers: %s", sv.Summary)
+	b, _ := backendInfo(cfg.Backend)
+	if !strings.HasPrefix(sv.Summary, b.Server+" ") {
+		t.Errorf("servers summary %q does not name %s", sv.Summary, b.Server)
+	}
+	answered := 0
+	for i, n := range sv.Nodes {
+		if want := fmt.Sprintf("n%d", i+1); n.Node != want {
+			t.Errorf("servers: node %d is %q, want %s", i, n.Node, want)
+		}
+		if n.Version == reports.UnknownVersion {
+			t.Logf("%s did not answer: %s", n.Node, n.Error)
+			continue
+		}
+		answered++
+		if n.Answer == "" || n.Version == "" {
+			t.Errorf("%s: version %q, answer %q", n.Node, n.Version, n.Answer)
+		}
+		if cfg.ServerVersion != "" && !strings.HasPrefix(n.Version, cfg.ServerVersion+".") {
+			t.Errorf("%s: asked for %s, the server says it is %q (%s)", n.Node, cfg.ServerVersion, n.Version, n.Answer)
+		}
+	}
+	if len(sv.Nodes) == 0 || answered == 0 {
+		t.Errorf("no server said what it is: %+v", sv)
+	}
 }
 
 type testWriter struct{ t *testing.T }

@@ -162,6 +162,8 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	var runErr error
 	// done says how the workload phases went (zero when setup failed).
 	var done phasesDone
+	// servers is what the servers said they are (nil when not asked).
+	var servers *reports.Servers
 	fail := func(err error) {
 		if err == nil {
 			return
@@ -201,6 +203,10 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
 		endHistory(rec, done, runErr, logf)
 		cfg.live.wait()
+		// Every fault is healed: ask the servers what they are before
+		// they are torn down, briefly after an interrupt; a second
+		// signal cuts the question short.
+		servers = askServers(sig.Abort, sys, &cfg, stop.Err() != nil, logf)
 		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
 		if out.Incomplete != "" {
 			logf("the run is incomplete: %s", out.Incomplete)
@@ -274,7 +280,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
 		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
-		Incomplete: out.Incomplete,
+		Incomplete: out.Incomplete, Servers: servers,
 	}
 	if runErr != nil {
 		r.Error = runErr.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	_ "github.com/fencecheck/fencecheck/backends/all" // the backends the tests run
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 func quiet() Signals {
@@ -110,6 +112,11 @@ func TestCleanRunIsValidAndWritesTheStore(t *testing.T) {
 	want, _ := filepath.EvalSymlinks(out.Dir)
 	if latest != want {
 		t.Errorf("store/latest points at %s, want %s", latest, want)
+	}
+	// The service said what it is: in process, this build.
+	if sv := out.Report.Servers; sv == nil || len(sv.Nodes) != 1 || sv.Nodes[0].Node != inProcessNode ||
+		sv.Nodes[0].Version == "" || sv.Nodes[0].Version == reports.UnknownVersion || !strings.HasPrefix(sv.Summary, "fencecheck ") {
+		t.Errorf("servers: %+v", sv)
 	}
 	// The final reads are in the history: the last ok read of each key.
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))

@@ -124,6 +124,25 @@ type CompareRun struct {
 	// not be counted.
 	LostShareMin *float64 `json:"lost_share_min"`
 	LostShareMax *float64 `json:"lost_share_max"`
+	// Servers is what the run's servers said they are (results.json's
+	// servers.summary, e.g. "etcd 3.6.16"); omitted when the run did not
+	// ask them.
+	Servers string `json:"servers,omitempty"`
+}
+
+// ServersText is what the row's servers said they are, over every run
+// of every cell: each distinct answer once, in the order first seen ("etcd
+// 3.6.16"); "" when no run asked.
+func (r *CompareRow) ServersText() string {
+	var seen []string
+	for _, c := range r.Cells {
+		for _, run := range c.Runs {
+			if run.Servers != "" && !slices.Contains(seen, run.Servers) {
+				seen = append(seen, run.Servers)
+			}
+		}
+	}
+	return strings.Join(seen, " / ")
 }
 
 // The verdict words of a cell, in the order a cell lists them.
@@ -252,7 +271,8 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 	}
 	b.WriteString("\n\nEach cell: the verdicts; the median time to the first violation (when the first culprit op completed); " +
 		"the share of acknowledged updates lost (the median over the runs whose final read could be taken, and the range over them, when it differs); " +
-		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report.\n\n")
+		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report. " +
+		"Under each backend, what its servers said they are when asked after the last fault of each run.\n\n")
 	b.WriteString("| backend | recipe | storage | fencing |")
 	for _, f := range c.Faults {
 		fmt.Fprintf(&b, " %s |", f)
@@ -264,7 +284,11 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 	b.WriteString("\n")
 	var errs []string
 	for _, r := range c.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |", r.Backend, r.Recipe, r.Storage, r.Fencing)
+		backend := r.Backend
+		if sv := r.ServersText(); sv != "" {
+			backend += "<br>" + mdLine(sv)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |", backend, r.Recipe, r.Storage, r.Fencing)
 		for _, cell := range r.Cells {
 			b.WriteString(" ")
 			b.WriteString(cell.VerdictText())

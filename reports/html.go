@@ -93,6 +93,9 @@ type reportView struct {
 	// there are several.
 	Damage     string
 	DamageKeys []damageRow
+	// Servers is what the servers said they are, cleaned; nil when the
+	// run did not ask.
+	Servers *Servers
 }
 
 // damageRow is one key's damage in the report.
@@ -158,6 +161,13 @@ func WriteHTML(w io.Writer, r *Run) error {
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
 	}
 	v.Damage = clean(res.Damage.Text())
+	if sv := r.Servers; sv != nil {
+		c := &Servers{Summary: clean(sv.Summary), Query: clean(sv.Query)}
+		for _, n := range sv.Nodes {
+			c.Nodes = append(c.Nodes, ServerNode{Node: clean(n.Node), Version: clean(n.Version), Answer: clean(n.Answer), Error: clean(n.Error)})
+		}
+		v.Servers = c
+	}
 	if len(res.Damage.Keys) > 1 {
 		v.DamageKeys = damageRows(&res.Damage)
 	}

@@ -73,6 +73,8 @@ func hostileRun() *Run {
 		Name: "name" + hostile, Command: "check --name '" + hostile + "'", Started: time.Unix(0, 0), Duration: time.Second,
 		Params: []Param{{"clients", "2"}, {"param" + hostile, "value" + hostile}, {"seed", hostile}},
 		Events: events, Ops: ops, Faults: faults, Error: "error" + hostile,
+		Servers: NewServers("server"+hostile, "query"+hostile, []ServerNode{{Node: "n1" + hostile, Version: "1.0" + hostile, Answer: "answer" + hostile},
+			{Node: "n2", Version: UnknownVersion, Error: "error" + hostile}}),
 		Result: models.Result{Verdict: models.Invalid, Explanation: "explanation" + hostile, Keys: []models.KeyResult{{
 			Key: key, Verdict: models.Invalid, Ops: 6, Explanation: "key explanation" + hostile, Culprits: []int64{9, 7},
 		}}},

@@ -67,7 +67,7 @@ type junitOutcome struct {
 // storage (nothing to check). A run that did not complete, or did not
 // finish its workload or its final reads, adds a test case "run" with an
 // <error>: whatever its keys say, it does not pass. The suite's properties are the run's
-// parameters and its rerun command; each case's system-out says how to
+// parameters, its rerun command, the servers' answers and the damage; each case's system-out says how to
 // rerun it and where the report is.
 func WriteJUnit(w io.Writer, r *Run) error {
 	suite := junitSuite{
@@ -82,6 +82,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 	if r.Command != "" {
 		suite.Properties = append(suite.Properties, junitProperty{"command", clean(r.Command)})
 	}
+	suite.Properties = append(suite.Properties, r.Servers.junitProperties()...)
 	suite.Properties = append(suite.Properties, damageProperties(models.ComputeDamage(r.Ops))...)
 	where := rerunText(r)
 	class := "fencecheck." + clean(r.Name)

@@ -47,9 +47,9 @@ const schemaPrefix = "fencecheck/results/"
 // (validated as docs/history.md says; a *history.ParseError names the bad
 // line; a last line cut by a kill is dropped and HistoryNote says so)
 // and whether it is a finished run's (Run.Unfinished), and, when the
-// directory has a results.json, the run's name,
-// parameters, command, start, duration, interrupt, incompleteness and
-// error. The verdict
+// directory has a results.json, the run's name, parameters, command,
+// start, duration, interrupt, incompleteness, error and servers'
+// versions. The verdict
 // is not read back: the caller checks the history again and sets Result.
 func LoadRun(dir string) (*Run, error) {
 	h, err := history.LoadFile(filepath.Join(dir, runstore.HistoryFile))
@@ -65,6 +65,7 @@ func LoadRun(dir string) (*Run, error) {
 		r.Started, _ = time.Parse(runstore.TimeLayout, old.Started)
 		r.Duration = time.Duration(old.DurationS * float64(time.Second))
 		r.Interrupted, r.Incomplete, r.Error = old.Interrupted, old.Incomplete, old.Error
+		r.Servers = old.Servers
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("%w (the run's own record is history.jsonl: move results.json away and check report rebuilds it from the history, without the old name, parameters and command)", err)

@@ -56,6 +56,9 @@ type Results struct {
 	// open; docs/history.md); the verdict is then at best unknown. It is
 	// found again from the history each time, never read back.
 	Unfinished string `json:"unfinished,omitempty"`
+
+	// Servers is what the servers said they are (docs/results.md).
+	Servers *Servers `json:"servers,omitempty"`
 }
 
 // MakeResults builds results.json's content.
@@ -65,7 +68,7 @@ func MakeResults(r *Run) Results {
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
-		Incomplete: r.Incomplete, Unfinished: r.Unfinished,
+		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers,
 	}
 }
 

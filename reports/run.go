@@ -60,6 +60,9 @@ type Run struct {
 	Incomplete string
 	// Error is why the run did not complete, if it did not.
 	Error string
+	// Servers is what the lock service's servers said they are; nil when
+	// the run never asked (its setup failed) or predates the question.
+	Servers *Servers
 	// HistoryNote says what reading the history back left out (its last
 	// line, cut by a kill), or "".
 	HistoryNote string

@@ -17,6 +17,9 @@ func Summary(w io.Writer, r *Run) {
 	st := ComputeStats(r.Ops)
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%s  (%s, %d events)\n", r.Name, r.Duration.Round(1e6), len(r.Events))
+	if r.Servers != nil {
+		fmt.Fprintf(w, "  servers: %s\n", r.Servers.Summary)
+	}
 	var fs []string
 	for f := range st.Ops {
 		fs = append(fs, f)

@@ -196,3 +196,29 @@ func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 func (d *DB) Info() map[string]string {
 	return map[string]string{"lock service": fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))}
 }
+
+// AskVersion asks node's server its version on its client port's /version
+// endpoint, which every etcd release serves: {"etcdserver": "3.6.16",
+// "etcdcluster": "3.6.0"}. The body is kept verbatim; the version is
+// etcdserver, the server's own release.
+func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+	body, err := backends.HTTPGetInNode(ctx, c, node, ClientPort, "/version")
+	if err != nil {
+		return backends.ServerVersion{}, err
+	}
+	return parseVersion(node, body)
+}
+
+// VersionQuery says how AskVersion asks.
+const VersionQuery = "GET /version on each member's client port (etcdserver)"
+
+func parseVersion(node, body string) (backends.ServerVersion, error) {
+	var v struct {
+		Server string `json:"etcdserver"`
+	}
+	body = strings.TrimSpace(body)
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Server == "" {
+		return backends.ServerVersion{}, fmt.Errorf("%s: /version answered %q", node, tailOf(body, 200))
+	}
+	return backends.ServerVersion{Answer: body, Version: v.Server}, nil
+}

@@ -12,8 +12,9 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "etcd", Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL: 100 * time.Millisecond, Versions: []string{"3.6", "3.4"}, Nodes: []int{3, 5},
+		Name: "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
+		MinTTL: 100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
+		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)"}, Nodes: []int{3, 5},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Version: s.ServerVersion, TestID: s.TestID}, s.Nodes, nil
 		},

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -49,4 +50,20 @@ func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
 func (d *DB) Info() map[string]string {
 	return map[string]string{"lock service": "memory lease service (check lockd) on " + d.node}
+}
+
+// VersionQuery says how AskVersion asks.
+const VersionQuery = "GET /version of check lockd (the fencecheck build); in process, the running build"
+
+// AskVersion asks `check lockd` which fencecheck build it is.
+func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+	body, err := backends.HTTPGetInNode(ctx, c, node, LockdPort, "/version")
+	if err != nil {
+		return backends.ServerVersion{}, err
+	}
+	var v backends.ServerVersion
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.Version == "" {
+		return backends.ServerVersion{}, fmt.Errorf("%s: lockd's /version answered %q", node, body)
+	}
+	return v, nil
 }

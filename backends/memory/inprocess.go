@@ -72,6 +72,9 @@ func (s *InProcess) Info() map[string]string {
 	return map[string]string{"lock service": "memory lease service (in process)", "storage node": "fenced store (in process), fencing " + string(s.Store.Mode())}
 }
 
+// ServerVersion is the lock service's version: this process's build.
+func (s *InProcess) ServerVersion() backends.ServerVersion { return BuildVersion() }
+
 // Close resumes every slot; nothing else outlives the run.
 func (s *InProcess) Close(context.Context) error {
 	s.ThawAll()

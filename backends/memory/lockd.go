@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/internal/buildinfo"
 )
 
 type lockRequest struct {
@@ -25,6 +26,11 @@ func Handler(s *Service) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		backends.WriteJSON(w, map[string]string{"lease_ttl": s.TTL().String()}, nil)
+	})
+	// What a run records as the server's version: the fencecheck build
+	// `check lockd` is.
+	mux.HandleFunc("GET /version", func(w http.ResponseWriter, r *http.Request) {
+		backends.WriteJSON(w, BuildVersion(), nil)
 	})
 	handle := func(path string, f func(ctx context.Context, req lockRequest) (uint64, error)) {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
@@ -48,6 +54,12 @@ func Handler(s *Service) http.Handler {
 		return 0, s.Release(ctx, req.Key, req.Token)
 	})
 	return mux
+}
+
+// BuildVersion is this process's answer to "what are you?": the
+// fencecheck build, verbatim and in short.
+func BuildVersion() backends.ServerVersion {
+	return backends.ServerVersion{Answer: buildinfo.Version(), Version: buildinfo.Short()}
 }
 
 // Remote is the lease service across the network.

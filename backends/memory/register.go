@@ -13,9 +13,10 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "memory", Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
+		Name: "memory", Server: "fencecheck", VersionQuery: VersionQuery, Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
 		ClosedToClients: "the memory backend runs its own in-process lock service, which no outside client can speak to",
 		MinTTL:          50 * time.Millisecond,
+		Builds:          map[string]string{registry.DefaultVersion: "the fencecheck build that runs the test"},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{TTL: s.LeaseTTL}, 1, nil
 		},

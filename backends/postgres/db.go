@@ -134,3 +134,31 @@ func closeStorage(s fenced.Storage) {
 		c.Close()
 	}
 }
+
+// VersionQuery says how AskVersion asks.
+const VersionQuery = "SELECT version() as the superuser over the server's local socket"
+
+// AskVersion asks the lock server for its version with SELECT version(),
+// whose whole answer ("PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on …")
+// is kept; the version is the release after "PostgreSQL".
+func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+	if d.srv == nil || node != d.srv.node {
+		return backends.ServerVersion{}, fmt.Errorf("%s runs no PostgreSQL server", node)
+	}
+	out, err := backends.AskInNode(ctx, c, node, []string{"runuser", "-u", User, "--", BinDir + "/psql", "-X", "-A", "-t",
+		"-h", SocketDir, "-p", fmt.Sprint(Port), "-d", Database, "-c", "SELECT version()"})
+	if err != nil {
+		return backends.ServerVersion{}, err
+	}
+	return parseVersion(node, out)
+}
+
+func parseVersion(node, out string) (backends.ServerVersion, error) {
+	answer := strings.TrimSpace(out)
+	rest, ok := strings.CutPrefix(answer, "PostgreSQL ")
+	v := backends.Release(rest)
+	if !ok || v == "" {
+		return backends.ServerVersion{}, fmt.Errorf("%s: SELECT version() answered %q", node, answer)
+	}
+	return backends.ServerVersion{Answer: answer, Version: v}, nil
+}

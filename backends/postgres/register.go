@@ -12,8 +12,8 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "postgres", Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL: MinTTL,
+		Name: "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's postgresql package (15)"},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil
 		},

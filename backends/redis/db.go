@@ -196,3 +196,27 @@ func (d *DB) Info() map[string]string {
 		"redis persistence": p,
 	}
 }
+
+// VersionQuery says how AskVersion asks.
+const VersionQuery = "INFO server on each server (redis_version)"
+
+// AskVersion asks node's server with INFO server and keeps its
+// redis_version field.
+func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+	out, err := backends.AskInNode(ctx, c, node, []string{"redis-cli", "-h", "127.0.0.1", "-p", fmt.Sprint(Port), "INFO", "server"})
+	if err != nil {
+		return backends.ServerVersion{}, err
+	}
+	return parseInfoVersion(node, out)
+}
+
+func parseInfoVersion(node, out string) (backends.ServerVersion, error) {
+	m := redisVersion.FindStringSubmatch(out)
+	if m == nil {
+		return backends.ServerVersion{}, fmt.Errorf("%s: INFO server has no redis_version: %q", node, strings.TrimSpace(out))
+	}
+	v := strings.TrimSpace(m[1])
+	return backends.ServerVersion{Answer: v, Version: v}, nil
+}
+
+var redisVersion = regexp.MustCompile(`(?m)^redis_version:(.*)$`)

@@ -14,8 +14,9 @@ const PersistenceFlag = "redis-persistence"
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "redis", Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		Name: "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:     100 * time.Millisecond,
+		Builds:     map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},
 		FixedNodes: "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag",
 		Options: []registry.Option{{Flag: PersistenceFlag, Check: CheckPersistence,
 			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"}},

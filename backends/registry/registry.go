@@ -72,8 +72,15 @@ const (
 
 // Info describes a backend: what it accepts and how it is set up.
 type Info struct {
-	Name    string
-	Recipes []string // the first is the default
+	Name string
+	// Server names the lock service's server program as reports print
+	// it ("etcd", "PostgreSQL"); VersionQuery says how a run asks each
+	// server what it is (its DB's AskVersion), for --help and the
+	// results. The answer, not the version asked for, is what a run
+	// records.
+	Server       string
+	VersionQuery string
+	Recipes      []string // the first is the default
 	// Storages the backend keeps itself (etcd: the resource in etcd); the
 	// shared ones (Storages, e.g. the fenced node) work with every backend.
 	Storages []string
@@ -84,9 +91,14 @@ type Info struct {
 	// clamp it up, and says so in Notes).
 	MinTTL time.Duration
 	// Versions of the servers, for --server-version; the first is the
-	// default. Nodes are the accepted --nodes (empty: the backend's
+	// default (empty: the backend runs one build, the one its node image
+	// carries, and the flag is refused). Nodes are the accepted --nodes (empty: the backend's
 	// server count is fixed, and FixedNodes says why --nodes is refused).
-	Versions   []string
+	Versions []string
+	// Builds says what each server build is, by Versions entry, for
+	// --help and the docs ("etcd 3.6.x built from the Go module proxy");
+	// a backend with one build describes it under DefaultVersion.
+	Builds     map[string]string
 	Nodes      []int
 	FixedNodes string
 	// Options are the backend's own flags.
@@ -214,6 +226,39 @@ func OrList(names []string) string {
 		return strings.Join(names, "")
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// DefaultVersion is the --server-version value that takes a backend's
+// default build: its first Versions entry, or the one build of a backend
+// with no choice. A run records which it was.
+const DefaultVersion = "default"
+
+// VersionUsage is --server-version's help: every backend's builds, the
+// default first, each with what it is.
+func VersionUsage() string {
+	var parts []string
+	for _, b := range infos {
+		if len(b.Versions) == 0 {
+			if what := b.Builds[DefaultVersion]; what != "" {
+				parts = append(parts, b.Name+": "+what)
+			}
+			continue
+		}
+		var vs []string
+		for i, v := range b.Versions {
+			s := v
+			if i == 0 {
+				s += " (the default)"
+			}
+			if what := b.Builds[v]; what != "" {
+				s += ": " + what
+			}
+			vs = append(vs, s)
+		}
+		parts = append(parts, b.Name+" "+strings.Join(vs, "; "))
+	}
+	return fmt.Sprintf("the servers' build; %q (or no flag) takes each backend's default — %s. What the servers say they are is recorded either way (results.json servers)",
+		DefaultVersion, strings.Join(parts, " · "))
 }
 
 // Option finds backend b's own flag.

@@ -178,10 +178,10 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 			return err
 		}
 	}
-	if out, err := srvr(ctx, c, nodes[0]); err == nil {
-		if m := regexp.MustCompile(`(?m)^Zookeeper version: ([0-9.]+)`).FindStringSubmatch(out); m != nil {
-			d.version = m[1]
-		}
+	if v, err := d.AskVersion(ctx, c, nodes[0]); err == nil {
+		d.mu.Lock()
+		d.version = v.Version
+		d.mu.Unlock()
 	}
 	return d.observeSession(ctx)
 }
@@ -277,6 +277,36 @@ func srvr(ctx context.Context, c *compose.Cluster, node string) (string, error) 
 }
 
 var leaderLine = regexp.MustCompile(`(?m)^Mode: leader$`)
+
+// VersionQuery says how AskVersion asks.
+const VersionQuery = "the srvr four-letter word on each server's client port (its Zookeeper version line)"
+
+// AskVersion asks node's server with srvr. Its "Zookeeper version:" line
+// is kept verbatim — Debian's build answers "3.8.0-${mvngit.commit.id},
+// built on …", its build never having filled the placeholder in — and
+// the version is the release at its start.
+func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+	out, err := srvr(ctx, c, node)
+	if err != nil {
+		return backends.ServerVersion{}, err
+	}
+	return parseSrvrVersion(node, out)
+}
+
+func parseSrvrVersion(node, out string) (backends.ServerVersion, error) {
+	m := versionLine.FindStringSubmatch(out)
+	if m == nil {
+		return backends.ServerVersion{}, fmt.Errorf("%s: srvr has no version line: %q", node, out)
+	}
+	answer := strings.TrimSpace(m[1])
+	v := backends.Release(answer)
+	if v == "" {
+		v = answer
+	}
+	return backends.ServerVersion{Answer: answer, Version: v}, nil
+}
+
+var versionLine = regexp.MustCompile(`(?m)^Zookeeper version: (.*)$`)
 
 // Primary asks every server, from inside its node, whether it leads. A
 // leader cut off from its quorum stops serving within syncLimit ticks and

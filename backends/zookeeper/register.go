@@ -10,8 +10,8 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "zookeeper", Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL: MinTTL, Nodes: []int{3, 5},
+		Name: "zookeeper", Server: "ZooKeeper", VersionQuery: VersionQuery, Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
+		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's zookeeper package (3.8)"}, Nodes: []int{3, 5},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{TTL: s.LeaseTTL}, s.Nodes, nil
 		},

@@ -222,6 +222,7 @@ type reportPage struct {
 	RateLines, ThroughputW           int
 	Counts, Params, Scripts, Handler int
 	Width                            int
+	Servers                          string
 }
 
 const reportProbe = `(() => {
@@ -238,7 +239,7 @@ const reportProbe = `(() => {
     LatencyMarks: q('#latency svg circle, #latency svg path'), LatencyW: w('#latency svg'),
     RateLines: q('#throughput svg polyline'), ThroughputW: w('#throughput svg'),
     Counts: q('#counts tr'), Params: q('#params tr'), Scripts: q('script'), Handler: handlers,
-    Width: document.documentElement.scrollWidth,
+    Width: document.documentElement.scrollWidth, Servers: t('servers'),
   };
 })()`
 
@@ -266,6 +267,9 @@ func TestReportsInChromium(t *testing.T) {
 		}
 		if p.LatencyMarks < 100 || p.LatencyW < 800 || p.RateLines == 0 || p.ThroughputW < 800 {
 			t.Errorf("the latency or throughput plot is missing or empty: %+v", p)
+		}
+		if !strings.HasPrefix(p.Servers, "servers: fencecheck ") {
+			t.Errorf("#servers %q does not say what the lock service said it is", p.Servers)
 		}
 		if p.Counts < 5 || p.Params < 10 {
 			t.Errorf("counts or parameters missing: %+v", p)

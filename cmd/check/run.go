@@ -121,7 +121,7 @@ at the newest.` + faultHelp(),
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar((*string)(&cfg.Cluster), "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes of etcd and zookeeper: 3 or 5 (the other backends' count is fixed)")
-	f.StringVar(&cfg.ServerVersion, "server-version", "", "server build where there are several (etcd: 3.6 or 3.4)")
+	f.StringVar(&cfg.ServerVersion, "server-version", "", registry.VersionUsage())
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease length")
 	f.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "time a holder spends in its critical section between read and write")
