@@ -248,7 +248,7 @@ func VersionUsage() string {
 		for i, v := range b.Versions {
 			s := v
 			if i == 0 {
-				s += " (the default)"
+				s += " (taken first)"
 			}
 			if what := b.Builds[v]; what != "" {
 				s += ": " + what
@@ -257,7 +257,7 @@ func VersionUsage() string {
 		}
 		parts = append(parts, b.Name+" "+strings.Join(vs, "; "))
 	}
-	return fmt.Sprintf("the servers' build; %q (or no flag) takes each backend's default — %s. What the servers say they are is recorded either way (results.json servers)",
+	return fmt.Sprintf("the servers' build; %q (or no flag) takes each backend's first — %s. What the servers say they are is recorded either way (results.json servers)",
 		DefaultVersion, strings.Join(parts, " · "))
 }
 
