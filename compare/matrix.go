@@ -151,7 +151,7 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	cfg.Seed = m.Seed + int64(run)
 	cfg.Store = store
 	cfg.Name = ""
-	if b, ok := backendInfo(r.Backend); ok && len(b.Versions) == 0 {
+	if b, ok := registry.Lookup(r.Backend); ok && len(b.Versions) == 0 {
 		cfg.ServerVersion = "" // a server version means nothing to a backend with one build
 	}
 	return cfg
@@ -220,7 +220,7 @@ func Expand(spec Spec) (*Matrix, error) {
 		runs = 10
 		timeLimit = 30 * time.Second
 	default:
-		return nil, usage("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
+		return nil, registry.Flagf("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
 	}
 	backends := spec.Backends
 	if len(backends) == 0 {
@@ -242,29 +242,29 @@ func Expand(spec Spec) (*Matrix, error) {
 		timeLimit = spec.TimeLimit
 	}
 
-	if runs < 1 || runs > 100 {
-		return nil, usage("runs", "%d is out of range (accepted: 1 to 100)", runs)
+	if err := CheckRuns(runs); err != nil {
+		return nil, err
 	}
-	if timeLimit < time.Second || timeLimit > 24*time.Hour {
-		return nil, usage("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", timeLimit)
+	if err := CheckTimeLimit(timeLimit); err != nil {
+		return nil, err
 	}
 	m.Runs, m.TimeLimit = runs, timeLimit
 	for _, f := range fencing {
 		if _, err := fenced.ParseMode(f); err != nil {
-			return nil, usage("fencing", "%v", err)
+			return nil, registry.Flagf("fencing", "%v", err)
 		}
 	}
 	if dup := firstDuplicate(fencing); dup != "" {
-		return nil, usage("fencing", "%s is listed twice", dup)
+		return nil, registry.Flagf("fencing", "%s is listed twice", dup)
 	}
 	for _, f := range faults {
 		// Each column is one fault: the registry knows the words.
 		if err := nemesis.CheckNames([]string{f}); err != nil {
-			return nil, usage("faults", "%v", err)
+			return nil, registry.Flagf("faults", "%v", err)
 		}
 	}
 	if dup := firstDuplicate(faults); dup != "" {
-		return nil, usage("faults", "%s is listed twice", dup)
+		return nil, registry.Flagf("faults", "%s is listed twice", dup)
 	}
 	m.Faults = faults
 	own := map[string]bool{}
@@ -274,18 +274,18 @@ func Expand(spec Spec) (*Matrix, error) {
 		}
 	}
 	for _, s := range storages {
-		if !shared(s) && !own[s] {
+		if !registry.IsSharedStorage(s) && !own[s] {
 			var accepted []string
 			accepted = append(accepted, registry.SharedStorages()...)
 			for s := range own {
 				accepted = append(accepted, s)
 			}
 			sort.Strings(accepted)
-			return nil, usage("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
+			return nil, registry.Flagf("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
 		}
 	}
 	if dup := firstDuplicate(storages); dup != "" {
-		return nil, usage("storages", "%s is listed twice", dup)
+		return nil, registry.Flagf("storages", "%s is listed twice", dup)
 	}
 
 	seen := map[Row]bool{}
@@ -304,14 +304,14 @@ func Expand(spec Spec) (*Matrix, error) {
 	}
 	for _, sel := range backends {
 		name, recipe, one := strings.Cut(sel, ":")
-		be, ok := backendInfo(name)
+		be, ok := registry.Lookup(name)
 		if !ok {
-			return nil, usage("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(names(), ", "))
+			return nil, registry.Flagf("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(registry.Names(), ", "))
 		}
 		recipes := be.Recipes
 		switch {
 		case one && !slices.Contains(be.Recipes, recipe):
-			return nil, usage("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
+			return nil, registry.Flagf("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
 		case one:
 			recipes = []string{recipe}
 		case !everyRecipe:
@@ -320,7 +320,7 @@ func Expand(spec Spec) (*Matrix, error) {
 		cluster := defaultCluster(be)
 		for _, rc := range recipes {
 			for _, st := range storages {
-				shared := shared(st)
+				shared := registry.IsSharedStorage(st)
 				switch {
 				case shared && cluster == registry.ClusterInProcess && st != registry.DefaultStorage:
 					continue // an in-process run has only the fenced node
@@ -342,7 +342,7 @@ func Expand(spec Spec) (*Matrix, error) {
 		}
 	}
 	if len(m.Rows) == 0 {
-		return nil, usage("storages", "no backend of --backends %s can use storage %s", strings.Join(backends, ","), strings.Join(storages, ","))
+		return nil, registry.Flagf("storages", "no backend of --backends %s can use storage %s", strings.Join(backends, ","), strings.Join(storages, ","))
 	}
 	cells := 0
 	for _, r := range m.Rows {
@@ -356,16 +356,35 @@ func Expand(spec Spec) (*Matrix, error) {
 			if err := cfg.Validate(); err != nil {
 				var ue *harness.UsageError
 				if errors.As(err, &ue) {
-					return nil, usage(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
+					return nil, registry.Flagf(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
 				}
 				return nil, err
 			}
 		}
 	}
 	if cells == 0 {
-		return nil, usage("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(nemesis.InProcess(), ", "))
+		return nil, registry.Flagf("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(nemesis.InProcess(), ", "))
 	}
 	return m, nil
+}
+
+// CheckRuns refuses a --runs out of its range, 1 to 100. Expand asks it;
+// so does the CLI for a 0 given on purpose, which Spec reads as the
+// default.
+func CheckRuns(n int) error {
+	if n < 1 || n > 100 {
+		return registry.Flagf("runs", "%d is out of range (accepted: 1 to 100)", n)
+	}
+	return nil
+}
+
+// CheckTimeLimit refuses a --time-limit out of its range, 1s to 24h, as
+// CheckRuns does --runs.
+func CheckTimeLimit(d time.Duration) error {
+	if d < time.Second || d > 24*time.Hour {
+		return registry.Flagf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", d)
+	}
+	return nil
 }
 
 func firstDuplicate(list []string) string {
@@ -379,30 +398,10 @@ func firstDuplicate(list []string) string {
 	return ""
 }
 
-// usage is bad input to the matrix, named by its flag, as the CLI
-// reports every bad flag (exit 254).
-func usage(flag, format string, args ...any) error {
-	return &harness.UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
-}
-
 // defaultCluster is where a backend runs when the matrix does not say:
 // its first cluster (in process for the memory backend, Docker for the
 // servers).
 func defaultCluster(b registry.Info) registry.Cluster { return b.Clusters[0] }
-
-func backendInfo(name string) (registry.Info, bool) { return registry.Lookup(name) }
-
-func names() []string {
-	var out []string
-	for _, b := range registry.All() {
-		out = append(out, b.Name)
-	}
-	return out
-}
-
-// shared reports whether storage s works with every backend (the fenced
-// node), rather than being a backend's own.
-func shared(s string) bool { return slices.Contains(registry.SharedStorages(), s) }
 
 // expandClients makes the rows of spec.Clients (fenced storage, each
 // fencing mode) and says whether the built-in rows of --backends run too.
@@ -415,23 +414,23 @@ func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 	for _, sel := range spec.Clients {
 		dir, backends := sel, spec.Backends
 		if name, rest, ok := strings.Cut(sel, ":"); ok {
-			if _, known := backendInfo(name); known {
+			if _, known := registry.Lookup(name); known {
 				dir, backends = rest, []string{name}
 			}
 		}
 		if dir == sel && len(spec.Backends) == 0 {
-			return nil, false, usage("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
+			return nil, false, registry.Flagf("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
 		}
 		if dir == sel {
 			builtin = false // --backends names this client's services
 		}
 		cl, err := clientdir.Load(dir)
 		if err != nil {
-			return nil, false, usage("client", "%v", err)
+			return nil, false, registry.Flagf("client", "%v", err)
 		}
 		for _, be := range backends {
 			if strings.Contains(be, ":") {
-				return nil, false, usage("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
+				return nil, false, registry.Flagf("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
 			}
 			for _, f := range fencing {
 				rows = append(rows, Row{Backend: be, Recipe: cl.Manifest.Name + " (client)", Storage: registry.DefaultStorage,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -34,7 +35,7 @@ func refuse(format string, args ...any) error { return &ShardError{Msg: fmt.Spri
 
 type loadedShard struct {
 	dir string
-	c   *reports.Comparison
+	c   *result.Comparison
 }
 
 // Merge combines the partial comparisons that `check compare --shard`
@@ -46,13 +47,13 @@ type loadedShard struct {
 // or given twice, are refused (*ShardError) before anything is
 // written. Runs no shard brought back are listed in Missing and counted
 // in their cells; MergeExitCode says what that means for the exit code.
-func Merge(dirs []string, out string) (*reports.Comparison, error) {
+func Merge(dirs []string, out string) (*result.Comparison, error) {
 	if len(dirs) == 0 {
 		return nil, refuse("no shard directories given: pass the --store directory of every `check compare --shard I/N` run")
 	}
 	outAbs, err := filepath.Abs(out)
 	if err != nil {
-		return nil, usage("out", "%v", err)
+		return nil, registry.Flagf("out", "%v", err)
 	}
 	var shards []loadedShard
 	for _, d := range dirs {
@@ -61,9 +62,9 @@ func Merge(dirs []string, out string) (*reports.Comparison, error) {
 			return nil, refuse("%s: %v", d, err)
 		}
 		if abs == outAbs {
-			return nil, usage("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, ShardFile)
+			return nil, registry.Flagf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, ShardFile)
 		}
-		c, err := reports.ReadComparison(filepath.Join(d, ShardFile))
+		c, err := result.ReadComparison(filepath.Join(d, ShardFile))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, refuse("%s has no %s: pass the --store directory of a `check compare --shard I/N` run", d, ShardFile)
@@ -99,7 +100,7 @@ func Merge(dirs []string, out string) (*reports.Comparison, error) {
 }
 
 // consistent checks that a shard's runs are the pairs it says it held.
-func consistent(c *reports.Comparison) error {
+func consistent(c *result.Comparison) error {
 	runs := 0
 	for i, r := range c.Rows {
 		if len(r.Cells) != len(c.Faults) {
@@ -125,8 +126,8 @@ func consistent(c *reports.Comparison) error {
 
 // difference names the first flag whose value two shards' matrices
 // disagree on: "shard 2/3 ran --time-limit 20s, shard 1/3 15s".
-func difference(a, b *reports.CompareShard) string {
-	values := func(s *reports.CompareShard) map[string]string {
+func difference(a, b *result.CompareShard) string {
+	values := func(s *result.CompareShard) map[string]string {
 		m := map[string]string{}
 		for _, f := range s.Definition {
 			m[f.Flag] = f.Value
@@ -162,28 +163,28 @@ func show(v string) string {
 	return v
 }
 
-func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
+func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 	first := shards[0].c
-	c := &reports.Comparison{
+	c := &result.Comparison{
 		Started: first.Started, Preset: first.Preset, Seed: first.Seed, Runs: first.Runs, TimeLimitS: first.TimeLimitS,
 		Faults: first.Faults, Clients: first.Clients, Keys: first.Keys, Nodes: first.Nodes, LeaseTTLS: first.LeaseTTLS,
 	}
-	got := map[reports.ComparePair]reports.CompareRun{}
-	from := map[reports.ComparePair]string{}
+	got := map[result.ComparePair]result.CompareRun{}
+	from := map[result.ComparePair]string{}
 	for _, s := range shards {
 		c.Started = min(c.Started, s.c.Started) // one layout: the earliest sorts first
 		c.DurationS = max(c.DurationS, s.c.DurationS)
 		c.Interrupted = c.Interrupted || s.c.Interrupted
 		rel, err := filepath.Rel(out, s.dir)
 		if err != nil {
-			return nil, usage("out", "%s and %s share no path for relative links: %v", out, s.dir, err)
+			return nil, registry.Flagf("out", "%s and %s share no path for relative links: %v", out, s.dir, err)
 		}
-		c.Sources = append(c.Sources, reports.CompareSource{Shard: s.c.Shard.String(), Dir: filepath.ToSlash(rel),
+		c.Sources = append(c.Sources, result.CompareSource{Shard: s.c.Shard.String(), Dir: filepath.ToSlash(rel),
 			Runs: len(s.c.Shard.Held), DurationS: s.c.DurationS})
 		for i, r := range s.c.Rows {
 			for _, cell := range r.Cells {
 				for _, run := range cell.Runs {
-					p := reports.ComparePair{Row: i, Fault: cell.Fault, Run: int(run.Seed - s.c.Seed)}
+					p := result.ComparePair{Row: i, Fault: cell.Fault, Run: int(run.Seed - s.c.Seed)}
 					if !slices.Contains(s.c.Shard.Held, p) {
 						return nil, refuse("%s: a run of seed %d in %s × %s is not among the runs it held", s.dir, run.Seed, rowText(r), cell.Fault)
 					}
@@ -198,44 +199,44 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 	}
 	// Which shard should have run what: the same cut the shards made,
 	// from what their compare.json says of the matrix.
-	var pairs []reports.ComparePair
+	var pairs []result.ComparePair
 	for i, r := range first.Rows {
 		for _, cell := range r.Cells {
 			if cell.NotApplicable == "" {
 				for k := range first.Runs {
-					pairs = append(pairs, reports.ComparePair{Row: i, Fault: cell.Fault, Run: k})
+					pairs = append(pairs, result.ComparePair{Row: i, Fault: cell.Fault, Run: k})
 				}
 			}
 		}
 	}
 	timeLimit := time.Duration(first.TimeLimitS * float64(time.Second))
-	assigned := Slice(pairs, func(p reports.ComparePair) time.Duration {
+	assigned := Slice(pairs, func(p result.ComparePair) time.Duration {
 		return expectedDuration(registry.Cluster(first.Rows[p.Row].Cluster), timeLimit)
 	}, first.Shard.Count)
-	owner := map[reports.ComparePair]int{}
+	owner := map[result.ComparePair]int{}
 	for i, p := range pairs {
 		owner[p] = assigned[i] + 1
 	}
 	for i, r := range first.Rows {
-		row := reports.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		row := result.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
 		for _, cell := range r.Cells {
 			if cell.NotApplicable != "" {
-				row.Cells = append(row.Cells, reports.CompareCell{Fault: cell.Fault, NotApplicable: cell.NotApplicable, Verdicts: map[string]int{}})
+				row.Cells = append(row.Cells, result.CompareCell{Fault: cell.Fault, NotApplicable: cell.NotApplicable, Verdicts: map[string]int{}})
 				continue
 			}
-			var runs []reports.CompareRun
+			var runs []result.CompareRun
 			missing := 0
 			for k := range first.Runs {
-				p := reports.ComparePair{Row: i, Fault: cell.Fault, Run: k}
+				p := result.ComparePair{Row: i, Fault: cell.Fault, Run: k}
 				if run, ok := got[p]; ok {
 					runs = append(runs, run)
 					continue
 				}
 				missing++
-				c.Missing = append(c.Missing, reports.CompareMissing{Shard: fmt.Sprintf("%d/%d", owner[p], first.Shard.Count),
+				c.Missing = append(c.Missing, result.CompareMissing{Shard: fmt.Sprintf("%d/%d", owner[p], first.Shard.Count),
 					Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Fault: cell.Fault, Run: k + 1})
 			}
-			merged := reports.CompareCell{Fault: cell.Fault, Verdicts: map[string]int{}}
+			merged := result.CompareCell{Fault: cell.Fault, Verdicts: map[string]int{}}
 			if len(runs) > 0 {
 				merged = AggregateCell(cell.Fault, runs)
 			}
@@ -251,14 +252,14 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 	return c, nil
 }
 
-func rowText(r reports.CompareRow) string {
+func rowText(r result.CompareRow) string {
 	return fmt.Sprintf("%s %s %s %s", r.Backend, r.Recipe, r.Storage, r.Fencing)
 }
 
 // MergeExitCode is `check compare merge`'s exit code: as ExitCode (255
 // when a run could not be carried out or a shard was interrupted), else
 // ExitMissing (2) when runs are missing, else 0.
-func MergeExitCode(c *reports.Comparison) int {
+func MergeExitCode(c *result.Comparison) int {
 	if code := ExitCode(c); code != 0 {
 		return code
 	}
@@ -270,10 +271,10 @@ func MergeExitCode(c *reports.Comparison) int {
 
 // MissingShards are the shards none of whose runs came back, e.g.
 // ["3/3"], for the merge's message.
-func MissingShards(c *reports.Comparison) []string {
+func MissingShards(c *result.Comparison) []string {
 	var out []string
 	for _, m := range c.Missing {
-		if !slices.Contains(out, m.Shard) && !slices.ContainsFunc(c.Sources, func(s reports.CompareSource) bool { return s.Shard == m.Shard }) {
+		if !slices.Contains(out, m.Shard) && !slices.ContainsFunc(c.Sources, func(s result.CompareSource) bool { return s.Shard == m.Shard }) {
 			out = append(out, m.Shard)
 		}
 	}

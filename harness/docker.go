@@ -94,7 +94,7 @@ func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) err
 }
 
 func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
-	b, _ := backendInfo(cfg.Backend)
+	b, _ := registry.Lookup(cfg.Backend)
 	if b.NewDB == nil {
 		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
 	}

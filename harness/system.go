@@ -30,7 +30,7 @@ func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 
 // openSystem sets up what cfg asks for.
 func openSystem(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
-	b, _ := backendInfo(cfg.Backend)
+	b, _ := registry.Lookup(cfg.Backend)
 	switch {
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
 		return inProcess{b.InProcess(cfg.setup(""))}, nil

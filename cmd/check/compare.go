@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/compare"
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
-	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -80,10 +80,10 @@ on bad arguments.`,
 				}
 			}
 			if cmd.Flags().Changed("runs") && spec.Runs == 0 {
-				return usageErr("--runs: 0 is out of range (accepted: 1 to 100)")
+				return compare.CheckRuns(0)
 			}
 			if cmd.Flags().Changed("time-limit") && spec.TimeLimit == 0 {
-				return usageErr("--time-limit: 0s is out of range (accepted: 1s to 24h, e.g. 20s)")
+				return compare.CheckTimeLimit(0)
 			}
 			// Zero would mean "the default" to the matrix: refuse it here.
 			for flag, v := range map[string]int64{"clients": int64(spec.Base.Clients), "keys": int64(spec.Base.Keys),
@@ -116,7 +116,7 @@ on bad arguments.`,
 			}
 			sig, stop := signals()
 			defer stop()
-			var c *reports.Comparison
+			var c *result.Comparison
 			if shard.N > 0 {
 				if !cmd.Flags().Changed("seed") {
 					// Every shard must draw the same seed: a random one would
