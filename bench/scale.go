@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/fencecheck/fencecheck/internal/simulate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,9 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/runstore"
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -71,7 +73,7 @@ func scaleRows(sizes []int, memory int64) []row {
 		for _, n := range sizes {
 			s := sh.synth
 			s.Ops = n
-			path := filepath.Join(dir, "history.jsonl")
+			path := filepath.Join(dir, runstore.HistoryFile)
 			start := time.Now()
 			size, err := writeHistory(path, s)
 			name := fmt.Sprintf("check %s ops, %s", count(n), sh.name)

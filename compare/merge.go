@@ -13,11 +13,8 @@ import (
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
-
-// ShardFile is the name of the file in a shard's directory that Merge
-// reads: the shard's partial compare.json.
-const ShardFile = "compare.json"
 
 // ExitMissing is `check compare merge`'s exit code when runs are missing
 // (a shard did not come back, or stopped early) but the rest ran: the
@@ -62,12 +59,12 @@ func Merge(dirs []string, out string) (*result.Comparison, error) {
 			return nil, refuse("%s: %v", d, err)
 		}
 		if abs == outAbs {
-			return nil, registry.Flagf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, ShardFile)
+			return nil, registry.Flagf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, runstore.CompareJSON)
 		}
-		c, err := result.ReadComparison(filepath.Join(d, ShardFile))
+		c, err := result.ReadComparison(filepath.Join(d, runstore.CompareJSON))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, refuse("%s has no %s: pass the --store directory of a `check compare --shard I/N` run", d, ShardFile)
+			return nil, refuse("%s has no %s: pass the --store directory of a `check compare --shard I/N` run", d, runstore.CompareJSON)
 		case err != nil:
 			return nil, refuse("%v", err)
 		case c.Shard == nil:
@@ -111,14 +108,14 @@ func consistent(c *result.Comparison) error {
 		}
 	}
 	if runs != len(c.Shard.Held) {
-		return fmt.Errorf("%s lists %d runs held but its cells have %d", ShardFile, len(c.Shard.Held), runs)
+		return fmt.Errorf("%s lists %d runs held but its cells have %d", runstore.CompareJSON, len(c.Shard.Held), runs)
 	}
 	for _, p := range c.Shard.Held {
 		if p.Row < 0 || p.Row >= len(c.Rows) || !slices.Contains(c.Faults, p.Fault) || p.Run < 0 || p.Run >= c.Runs {
-			return fmt.Errorf("%s holds a run outside the matrix (row %d, %s, run %d)", ShardFile, p.Row, p.Fault, p.Run)
+			return fmt.Errorf("%s holds a run outside the matrix (row %d, %s, run %d)", runstore.CompareJSON, p.Row, p.Fault, p.Run)
 		}
 		if !slices.Contains(c.Shard.Pairs, p) {
-			return fmt.Errorf("%s holds a run it was not given (row %d, %s, run %d)", ShardFile, p.Row, p.Fault, p.Run)
+			return fmt.Errorf("%s holds a run it was not given (row %d, %s, run %d)", runstore.CompareJSON, p.Row, p.Fault, p.Run)
 		}
 	}
 	return nil

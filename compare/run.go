@@ -13,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Run runs every applicable cell of m, one run at a time, with
@@ -124,7 +125,7 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	if err := reports.WriteComparison(dir, c); err != nil {
 		return c, fmt.Errorf("writing the comparison: %w", err)
 	}
-	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), filepath.Join(dir, "compare.html"))
+	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), filepath.Join(dir, runstore.CompareHTML))
 	return c, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // ClientTest is `check client-test`: it starts a small real cluster of
@@ -39,7 +40,7 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 		cfg.LeaseTTL = 2 * time.Second
 	}
 	if cfg.Store == "" {
-		cfg.Store = "store" // checked, never written
+		cfg.Store = runstore.DefaultRoot // checked, never written
 	}
 	cfg.Defaults()
 	if cfg.Name == "" || strings.HasPrefix(cfg.Name, cfg.Backend) {

@@ -24,6 +24,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // dockerSystem is the system under test in containers: the lock service's
@@ -316,8 +317,8 @@ func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 	if len(b) == 0 {
 		return
 	}
-	os.MkdirAll(filepath.Join(s.dir, "logs"), 0o755)
-	f, err := os.OpenFile(filepath.Join(s.dir, "logs", "agents.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	os.MkdirAll(filepath.Join(s.dir, runstore.LogsDir), 0o755)
+	f, err := os.OpenFile(filepath.Join(s.dir, runstore.LogsDir, runstore.AgentsLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
@@ -359,7 +360,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	for _, n := range s.cluster.Nodes {
 		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
 	}
-	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, "logs"), paths, stuck); err != nil {
+	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, runstore.LogsDir), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
 	if s.cfg.KeepCluster {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/compare/result"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // reportLink is the relative link to a run's report.html, each segment
@@ -150,13 +151,13 @@ func WriteComparison(dir string, c *result.Comparison) error {
 		name string
 		fill func(io.Writer) error
 	}{
-		{"compare.json", func(w io.Writer) error {
+		{runstore.CompareJSON, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(c)
 		}},
-		{"compare.md", func(w io.Writer) error { return WriteCompareMarkdown(w, c) }},
-		{"compare.html", func(w io.Writer) error { return WriteCompareHTML(w, c) }},
+		{runstore.CompareMarkdown, func(w io.Writer) error { return WriteCompareMarkdown(w, c) }},
+		{runstore.CompareHTML, func(w io.Writer) error { return WriteCompareHTML(w, c) }},
 	}
 	for _, f := range files {
 		if err := writeFile(filepath.Join(dir, f.name), func(o *os.File) error { return f.fill(o) }); err != nil {

@@ -135,7 +135,7 @@ on bad arguments.`,
 				if c.Interrupted {
 					why = "interrupted before every cell ran"
 				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(dir, "compare.md"))}
+				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(dir, runstore.CompareMarkdown))}
 			}
 			return nil
 		},
