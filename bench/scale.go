@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/runstore"
 
 	"github.com/fencecheck/fencecheck/history"
@@ -91,7 +92,7 @@ func scaleRows(sizes []int, memory int64) []row {
 			}
 			if need := oldPathNeeds(s, n); need > limit {
 				rows = append(rows, row{name: name + ": whole-key search (before)", value: 0, unit: "s", goal: "measured", pass: true,
-					note: fmt.Sprintf("skipped: it would need about %s (> %s here)", models.FormatBytes(need), models.FormatBytes(limit))})
+					note: fmt.Sprintf("skipped: it would need about %s (> %s here)", units.FormatBytes(need), units.FormatBytes(limit))})
 			} else {
 				rows = append(rows, checkFileRow(name+": whole-key search (before)", path, "old", n, limit+limit/4, 0, 0, ""))
 			}
@@ -173,7 +174,7 @@ func checkFileRow(name, path, which string, ops int, memory int64, goal time.Dur
 		r.note += "; " + f[2]
 	}
 	if goal > 0 {
-		r.goal = fmt.Sprintf("< %s, < %s", models.FormatDuration(goal), models.FormatBytes(memGoal))
+		r.goal = fmt.Sprintf("< %s, < %s", units.FormatDuration(goal), units.FormatBytes(memGoal))
 		r.pass = secs < goal.Seconds() && maxRSS < memGoal && verdict == string(models.Valid)
 	}
 	if note != "" {

@@ -18,7 +18,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
-	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -254,7 +254,7 @@ func (c *Config) Validate() error {
 		return registry.Flagf("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
 	}
 	if c.CheckMemory < MinCheckMemory {
-		return registry.Flagf("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", models.FormatBytes(c.CheckMemory), models.FormatBytes(MinCheckMemory))
+		return registry.Flagf("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", units.FormatBytes(c.CheckMemory), units.FormatBytes(MinCheckMemory))
 	}
 	if c.Cluster == registry.ClusterInProcess {
 		for _, flag := range []string{"keep-cluster", "agent-binary"} {

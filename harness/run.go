@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
@@ -343,7 +344,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
-		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: models.FormatBytes(cfg.CheckMemory)},
+		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},
 	}
 	for _, o := range registry.Options() {
 		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})
