@@ -103,8 +103,6 @@ type Config struct {
 	// final reads, teardown, check, report. Tests use it to interrupt a
 	// run exactly there; the CLI never sets it.
 	phaseHook func(phase string)
-	// live is the check that runs with the workload (live.go).
-	live *liveCheck
 }
 
 // phase marks the start of a phase of Run.

@@ -97,155 +97,217 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	defer cancelStop()
 	defer context.AfterFunc(sig.Abort, cancelStop)()
 
-	started := time.Now()
-	dir, err := runstore.NewRun(cfg.Store, cfg.Name, started)
-	if err != nil {
-		return nil, err
+	r := &run{cfg: &cfg, sig: sig, stop: stop, progress: progress, started: time.Now()}
+	if err := r.open(); err != nil {
+		return r.out, err
 	}
-	out := &Outcome{Dir: dir}
+	defer r.logFile.Close()
+	defer r.con.Clear()
+	r.setUpAndRun()
+	r.leftovers()
+	r.saveHistory()
+	r.check()
+	// From here on signals change nothing: the files are finished.
+	r.report()
+	return r.out, r.err
+}
+
+// run is one test being carried out: the Config the user asked for and
+// everything Run learns and makes on the way, phase by phase.
+type run struct {
+	cfg      *Config
+	sig      Signals
+	stop     context.Context // sig.Stop, also ended by sig.Abort
+	progress io.Writer
+	started  time.Time
+	dir      string
+	out      *Outcome
+
+	logFile  *os.File
+	logMu    sync.Mutex
+	con      *console
+	histFile *os.File
+	rec      *history.Recorder // nil until the system is set up
+	sys      System            // nil when it could not be set up
+	live     *liveCheck
+
+	// err is the first reason the run could not be carried out; later
+	// errors only go to the log.
+	err error
+
+	events    []history.Event
+	ops       []history.Op
+	faults    []history.Fault
+	checkTime time.Duration
+}
+
+// open makes the run's directory, its log and its history file.
+func (r *run) open() error {
+	cfg := r.cfg
+	dir, err := runstore.NewRun(cfg.Store, cfg.Name, r.started)
+	if err != nil {
+		return err
+	}
+	r.dir = dir
+	r.out = &Outcome{Dir: dir}
 	if cfg.Cluster == registry.ClusterDocker {
 		if cfg.testID == "" {
-			cfg.testID = testID(&cfg, started)
+			cfg.testID = testID(cfg, r.started)
 		}
-		out.TestID = cfg.testID
+		r.out.TestID = cfg.testID
 	}
-	logFile, err := os.Create(filepath.Join(dir, runstore.LogFile))
-	if err != nil {
-		return out, fmt.Errorf("creating check.log: %w", err)
+	if r.logFile, err = os.Create(filepath.Join(dir, runstore.LogFile)); err != nil {
+		return fmt.Errorf("creating check.log: %w", err)
 	}
-	defer logFile.Close()
-	var logMu sync.Mutex
-	con := newConsole(progress)
-	defer con.Clear()
-	logTo := func(toConsole bool, format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
-		logFile.WriteString(line)
-		if toConsole {
-			con.Line(line)
-		}
+	r.con = newConsole(r.progress)
+	r.logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
+	if r.histFile, err = os.Create(filepath.Join(dir, runstore.HistoryFile)); err != nil {
+		r.logFile.Close()
+		r.con.Clear()
+		return fmt.Errorf("creating history.jsonl: %w", err)
 	}
-	logf := func(format string, args ...any) { logTo(true, format, args...) }
-	// On a terminal the periodic progress lives in the status line; the
-	// log file (and a CI log) get a plain line every few seconds.
-	progressf := func(format string, args ...any) { logTo(!con.tty, format, args...) }
-	logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
+	return nil
+}
 
-	histFile, err := os.Create(filepath.Join(dir, runstore.HistoryFile))
-	if err != nil {
-		return out, fmt.Errorf("creating history.jsonl: %w", err)
+func (r *run) logTo(toConsole bool, format string, args ...any) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	r.logFile.WriteString(line)
+	if toConsole {
+		r.con.Line(line)
 	}
-	var rec *history.Recorder
-	closeHistory := func() error {
-		var err error
-		if rec != nil {
-			err = rec.Err()
-		}
-		if serr := histFile.Sync(); err == nil && serr != nil {
-			err = serr
-		}
-		if cerr := histFile.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-		return err
-	}
+}
 
-	// runErr is the first reason the run could not be carried out; later
-	// errors only go to the log.
-	var runErr error
-	// done says how the workload phases went (zero when setup failed).
-	var done phasesDone
-	fail := func(err error) {
-		if err == nil {
-			return
-		}
-		if runErr == nil {
-			runErr = err
-			return
-		}
-		logf("also: %v", err)
-	}
-	// interrupted names the phase a signal cut short.
-	interrupted := func(phase string, err error) error {
-		if stop.Err() != nil {
-			return fmt.Errorf("interrupted during %s: %w", phase, err)
-		}
-		return err
-	}
+// logf writes a line to check.log and the terminal.
+func (r *run) logf(format string, args ...any) { r.logTo(true, format, args...) }
 
-	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
+// progressf writes the periodic progress: on a terminal it lives in the
+// status line; the log file (and a CI log) get a plain line every few
+// seconds.
+func (r *run) progressf(format string, args ...any) { r.logTo(!r.con.tty, format, args...) }
+
+// fail keeps the first reason the run could not be carried out and logs
+// the later ones.
+func (r *run) fail(err error) {
+	if err == nil {
+		return
+	}
+	if r.err == nil {
+		r.err = err
+		return
+	}
+	r.logf("also: %v", err)
+}
+
+// setUpAndRun sets the system up, runs the workload phases on it and
+// tears it down.
+func (r *run) setUpAndRun() {
+	cfg := r.cfg
+	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
 	cfg.phase("setup")
-	sys, err := openSystem(stop, &cfg, dir, logf, progress)
-	if err == nil && stop.Err() != nil {
+	sys, err := openSystem(r.stop, cfg, r.dir, r.logf, r.progress)
+	if err == nil && r.stop.Err() != nil {
 		// Set up, but too late: the signal came while it was going on.
-		err = stop.Err()
+		err = r.stop.Err()
 		if cerr := sys.Close(context.Background()); cerr != nil {
-			logf("tearing down: %v", cerr)
+			r.logf("tearing down: %v", cerr)
 		}
-		sys = nil
 	}
 	if err != nil {
-		sys = nil // not a typed nil: nothing to describe or close
-		fail(interrupted("setup", fmt.Errorf("setting up the system under test: %w", err)))
-	} else {
-		// The history's time zero is the start of the workload.
-		rec = history.NewRecorder(histFile)
-		cfg.live = startLive(&cfg, rec, logf)
-		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
-		cfg.live.wait()
-		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
-		if out.Incomplete != "" {
-			logf("the run is incomplete: %s", out.Incomplete)
+		// r.sys stays nil (not a typed nil): nothing to describe or close.
+		if r.stop.Err() != nil {
+			err = fmt.Errorf("interrupted during setup: %w", fmt.Errorf("setting up the system under test: %w", err))
+		} else {
+			err = fmt.Errorf("setting up the system under test: %w", err)
 		}
-		cfg.phase("teardown")
-		if err := sys.Close(context.Background()); err != nil {
-			fail(fmt.Errorf("tearing down: %w", err))
+		r.fail(err)
+		return
+	}
+	r.sys = sys
+	// The history's time zero is the start of the workload.
+	r.rec = history.NewRecorder(r.histFile)
+	r.live = startLive(cfg, r.rec, r.logf)
+	var done phasesDone
+	done, r.err = runWorkloadPhases(r.stop, cfg, sys, r.rec, r.live, r.logf, r.progressf, r.con)
+	r.live.wait()
+	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
+	if r.out.Incomplete != "" {
+		r.logf("the run is incomplete: %s", r.out.Incomplete)
+	}
+	cfg.phase("teardown")
+	if err := sys.Close(context.Background()); err != nil {
+		r.fail(fmt.Errorf("tearing down: %w", err))
+	}
+}
+
+// leftovers names what a Docker run may have left behind, once the
+// daemon was asked to create the cluster.
+func (r *run) leftovers() {
+	cfg := r.cfg
+	if cfg.Cluster != registry.ClusterDocker || !cfg.clusterAsked {
+		return
+	}
+	if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
+		r.logf("%s", hint)
+		if r.err == nil {
+			r.err = errors.New(hint)
+		} else {
+			r.err = fmt.Errorf("%w\n%s", r.err, hint)
 		}
 	}
-	if cfg.Cluster == registry.ClusterDocker && cfg.clusterAsked {
-		if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
-			logf("%s", hint)
-			if runErr == nil {
-				runErr = errors.New(hint)
-			} else {
-				runErr = fmt.Errorf("%w\n%s", runErr, hint)
-			}
-		}
+}
+
+// saveHistory syncs and closes the history file.
+func (r *run) saveHistory() {
+	var err error
+	if r.rec != nil {
+		err = r.rec.Err()
 	}
-	if err := closeHistory(); err != nil {
+	if serr := r.histFile.Sync(); err == nil && serr != nil {
+		err = serr
+	}
+	if cerr := r.histFile.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
 		// The history's own error comes first: without it nothing else
 		// the run says can be trusted.
 		herr := fmt.Errorf("the history could not be saved: %w", err)
-		if runErr != nil {
-			logf("also: %v", runErr)
+		if r.err != nil {
+			r.logf("also: %v", r.err)
 		}
-		runErr = herr
+		r.err = herr
 	}
 	n := int64(0)
-	if rec != nil {
-		n = rec.Len()
+	if r.rec != nil {
+		n = r.rec.Len()
 	}
-	logf("recorded %d events", n)
+	r.logf("recorded %d events", n)
+}
 
+// check reads the history back, checks it and settles the verdict.
+func (r *run) check() {
+	cfg, out := r.cfg, r.out
 	cfg.phase("check")
-	events, err := history.ParseFile(filepath.Join(dir, runstore.HistoryFile))
+	events, err := history.ParseFile(filepath.Join(r.dir, runstore.HistoryFile))
 	if err != nil {
-		fail(fmt.Errorf("reading back the history: %w", err))
+		r.fail(fmt.Errorf("reading back the history: %w", err))
 	}
-	ops, faultIntervals := history.Pair(events)
-	logf("checking %d ops", len(ops))
-	con.Status(fmt.Sprintf("checking %d ops against the fenced-storage model…", len(ops)))
+	r.events = events
+	r.ops, r.faults = history.Pair(events)
+	r.logf("checking %d ops", len(r.ops))
+	r.con.Status(fmt.Sprintf("checking %d ops against the fenced-storage model…", len(r.ops)))
 	checkStart := time.Now()
-	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
-	out.Result = models.StaleWriteFirst(out.Result, ops)
-	checkTime := time.Since(checkStart)
+	out.Result = models.Check(r.sig.Abort, r.ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
+	out.Result = models.StaleWriteFirst(out.Result, r.ops)
+	r.checkTime = time.Since(checkStart)
 	runErrText := ""
-	if runErr != nil {
-		runErrText = runErr.Error()
+	if r.err != nil {
+		runErrText = r.err.Error()
 	}
-	out.Result = Settle(out.Result, out.Incomplete, runErrText, sig.Abort.Err() != nil)
-	if cfg.live.foundViolation() && out.Result.Verdict == models.Valid {
+	out.Result = Settle(out.Result, out.Incomplete, runErrText, r.sig.Abort.Err() != nil)
+	if r.live.foundViolation() && out.Result.Verdict == models.Valid {
 		// Cannot happen: a violation in a prefix of the history stays one
 		// in the whole (an op still in flight was read as unknown, the most
 		// lenient reading). Should the two checks ever disagree, the run
@@ -254,40 +316,43 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		out.Result.Verdict = models.Unknown
 		out.Result.Explanation = "the live check found a violation that the check of the whole history did not confirm: a bug in fencecheck, please report it with this history"
 	}
-	out.Interrupted = out.Interrupted || stop.Err() != nil
-	con.Clear()
-	logf("verdict %s in %s", out.Result.Verdict, checkTime.Round(time.Millisecond))
+	out.Interrupted = out.Interrupted || r.stop.Err() != nil
+	r.con.Clear()
+	r.logf("verdict %s in %s", out.Result.Verdict, r.checkTime.Round(time.Millisecond))
+}
 
-	// From here on signals change nothing: the files are finished.
+// report writes the run's files, the JUnit XML and the step summary
+// asked for, and the summary on the terminal.
+func (r *run) report() {
+	cfg, out := r.cfg, r.out
 	cfg.phase("report")
-	r := &reports.Run{
-		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
-		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command,
-		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
+	rep := &reports.Run{
+		Dir: r.dir, Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
+		Params: params(cfg, sysInfo(r.sys, cfg)), Command: cfg.Command,
+		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete,
 	}
-	if runErr != nil {
-		r.Error = runErr.Error()
+	if r.err != nil {
+		rep.Error = r.err.Error()
 	}
-	out.Report = r
-	if err := reports.WriteAll(r); err != nil {
-		logf("writing the reports: %v", err)
-		fail(fmt.Errorf("writing the reports: %w", err))
+	out.Report = rep
+	if err := reports.WriteAll(rep); err != nil {
+		r.logf("writing the reports: %v", err)
+		r.fail(fmt.Errorf("writing the reports: %w", err))
 	}
 	if cfg.JUnit != "" {
-		if err := reports.WriteJUnitFile(cfg.JUnit, r); err != nil {
-			logf("writing %s: %v", cfg.JUnit, err)
-			fail(err)
+		if err := reports.WriteJUnitFile(cfg.JUnit, rep); err != nil {
+			r.logf("writing %s: %v", cfg.JUnit, err)
+			r.fail(err)
 		}
 	}
-	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
-		logf("writing the step summary: %v", err)
+	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), rep); err != nil {
+		r.logf("writing the step summary: %v", err)
 	}
-	if progress != nil {
-		con.Clear()
-		reports.Summary(progress, r)
+	if r.progress != nil {
+		r.con.Clear()
+		reports.Summary(r.progress, rep)
 	}
-	return out, runErr
 }
 
 // Settle is the verdict of a run, from the check's result and how the run
