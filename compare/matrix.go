@@ -3,8 +3,9 @@
 // cell — through harness.Run, and summarizes each cell from the runs'
 // in-memory results: verdict counts, the median time to the first
 // violation, acquisitions per second, the share of acquisitions that
-// succeeded and the share of acknowledged updates lost. reports draws the
-// tables; store says where they go.
+// succeeded and the share of acknowledged updates lost. The result's types
+// (Comparison, its rows, cells and runs) are compare/result's; reports
+// draws the tables; runstore names their files and says where they go.
 //
 // A matrix can be split over machines (Shard, RunShard: a deterministic
 // cut of its (cell, run) pairs) and put together again (Merge) from the

@@ -1,7 +1,9 @@
 // Package harness runs a test: it sets up the system under test, drives
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
-// history to the checker and the reports. It owns time, phases and the
+// history to the checker and the reports. Config is what the user asked;
+// Run makes a run value (run.go) whose methods are the phases and which
+// holds what the run learns on the way. It owns time, phases and the
 // recorder; it never judges a history itself, and never names a backend or
 // a fault: what a backend accepts and how it is set up, it asks
 // backends/registry; which faults exist, what they need and how they are

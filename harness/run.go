@@ -71,9 +71,10 @@ func ExitCode(v models.Verdict) int {
 
 // Run carries out one test and writes its store directory. progress gets
 // the log lines a person at a terminal wants; the full log goes to
-// check.log. An error means the test could not be carried out (exit 255);
-// even then the history recorded so far is on disk, and results.json and
-// the report say what happened (verdict unknown).
+// check.log. Bad input is a *UsageError (exit 254), returned before
+// anything is created; any other error means the test could not be carried
+// out (exit 255), and even then the history recorded so far is on disk,
+// and results.json and the report say what happened (verdict unknown).
 //
 // Interrupts, phase by phase (see docs/reliability.md): the first signal
 // (sig.Stop) ends setup, the workload or the final reads at once, heals
