@@ -53,10 +53,10 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	if err != nil {
 		return 0, err
 	}
-	cfg.testID = "ct-" + testID(&cfg, time.Now())
+	st := &runState{testID: "ct-" + testID(&cfg, time.Now())}
 	logf := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
 	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", cfg.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
-	sys, err := openDocker(ctx, &cfg, dir, logf, out)
+	sys, err := openDocker(ctx, &cfg, st, dir, logf, out)
 	if err != nil {
 		os.RemoveAll(dir)
 		return 0, err

@@ -92,26 +92,6 @@ type Config struct {
 	mode fenced.Mode
 	// client is ClientDir loaded; Validate sets it.
 	client *clientdir.Client
-
-	// testID labels a Docker run's objects; Run sets it (tests may
-	// choose it).
-	testID string
-	// clusterAsked is set once the Docker daemon has been asked to create
-	// the cluster: before that nothing of testID can exist, and there is
-	// nothing left behind to look for.
-	clusterAsked bool
-	// phaseHook, when a test sets it, is called at the start of each phase
-	// of Run: setup, image, cluster, servers (Docker only), workload, heal,
-	// final reads, teardown, check, report. Tests use it to interrupt a
-	// run exactly there; the CLI never sets it.
-	phaseHook func(phase string)
-}
-
-// phase marks the start of a phase of Run.
-func (c *Config) phase(name string) {
-	if c.phaseHook != nil {
-		c.phaseHook(name)
-	}
 }
 
 // UsageError is bad input: it names the flag, what was wrong and what is

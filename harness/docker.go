@@ -94,12 +94,12 @@ func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) err
 	return nil
 }
 
-func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
+func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
 	b, _ := registry.Lookup(cfg.Backend)
 	if b.NewDB == nil {
 		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
 	}
-	id := cfg.testID
+	id := st.testID
 	if id == "" {
 		id = testID(cfg, time.Now())
 	}
@@ -119,7 +119,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		cli.Close()
 		return nil, err
 	}
-	cfg.phase("image")
+	st.phase("image")
 	image, err := compose.EnsureImage(ctx, cli, progress)
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
@@ -139,8 +139,8 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	}
 	logf("cluster %s: %d server nodes, storage, %d clients (image %s)", id, servers, cfg.Clients, image)
 	start := time.Now()
-	cfg.phase("cluster")
-	cfg.clusterAsked = true
+	st.phase("cluster")
+	st.clusterAsked = true
 	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage})
 	if err != nil {
 		return nil, err
@@ -150,7 +150,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
-	cfg.phase("servers")
+	st.phase("servers")
 	// A fault that must be in place when each server starts (the first
 	// time and after a kill) prepares the nodes now.
 	fenv := &nemesis.Env{Freezer: s.Freezer()}

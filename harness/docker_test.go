@@ -126,7 +126,7 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
-		cfg.testID = uniqueTestID("memory")
+		st := &runState{testID: uniqueTestID("memory")}
 		stop, cancel := context.WithCancel(context.Background())
 		// Timed from the start of the phase, not of the run: setup takes
 		// longer on a loaded machine.
@@ -135,18 +135,18 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 			phase = "workload"
 			at -= 2 * time.Second
 		}
-		cfg.phaseHook = func(p string) {
+		st.phaseHook = func(p string) {
 			if p == phase {
 				time.AfterFunc(at, cancel)
 			}
 		}
-		out, err := Run(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t})
+		out, err := runWith(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t}, st)
 		cancel()
-		left, _ := compose.List(ctx, cli, cfg.testID)
+		left, _ := compose.List(ctx, cli, st.testID)
 		for _, l := range left {
 			t.Errorf("interrupt in the %s left behind: %s", phase, l)
 		}
-		compose.DownAll(ctx, cli, cfg.testID)
+		compose.DownAll(ctx, cli, st.testID)
 		cli.Close()
 		cancelList()
 		if phase == "setup" {

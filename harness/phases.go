@@ -28,7 +28,7 @@ type phasesDone struct {
 // limit, the first interrupt or the workload's failure, heals every fault
 // and takes the final reads. It reports how far it got and the first
 // error.
-func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *history.Recorder, live *liveCheck,
+func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
 	logf, progressf func(string, ...any), con *console) (phasesDone, error) {
 	var done phasesDone
 	hold := &nemesis.Hold{}
@@ -45,7 +45,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		Rec:      rec,
 		Log:      logf,
 	}
-	d := driveWorkload(stop, cfg, sys, rec, live, sched, hold, logf, progressf, con)
+	d := driveWorkload(stop, cfg, st, sys, rec, live, sched, hold, logf, progressf, con)
 	interrupted := stop.Err() != nil
 	if interrupted && d.wl.err != nil && errors.Is(d.wl.err, context.Canceled) {
 		// A client cut short while it was being opened: the interrupt's
@@ -83,7 +83,7 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		done.incomplete = fmt.Sprintf("interrupted before the final reads (the workload ran its full %s)", cfg.TimeLimit)
 	}
 	if runErr == nil && !interrupted && rec.Err() == nil {
-		cfg.phase("final reads")
+		st.phase("final reads")
 		logf("final reads")
 		read, err := finalReads(stop, cfg, sys, rec, d.wl.next)
 		if err != nil {
@@ -123,10 +123,10 @@ type driven struct {
 // the first interrupt, or until either gives up (every slot failed, a heal
 // failed); the nemesis then heals before the workload is waited for,
 // since a frozen client cannot finish its op.
-func driveWorkload(stop context.Context, cfg *Config, sys System, rec *history.Recorder, live *liveCheck,
+func driveWorkload(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
 	sched *nemesis.Schedule, hold *nemesis.Hold, logf, progressf func(string, ...any), con *console) driven {
 	var d driven
-	cfg.phase("workload")
+	st.phase("workload")
 	wlStart := time.Now()
 	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
 	defer cancelRun()
@@ -172,7 +172,7 @@ func driveWorkload(stop context.Context, cfg *Config, sys System, rec *history.R
 	if !nemEnded {
 		d.nemErr = <-nemDone
 	}
-	cfg.phase("heal")
+	st.phase("heal")
 	d.healErr = nemesis.HealAll(sched.Faults)
 	stopProgress()
 	if !wlEnded {

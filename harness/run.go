@@ -83,6 +83,12 @@ func ExitCode(v models.Verdict) int {
 // unknown. A signal during the report changes nothing: the files are
 // finished, since a half-written report is worse than a late one.
 func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
+	return runWith(sig, cfg, progress, &runState{})
+}
+
+// runWith is Run with the state a test may set beforehand (a test id, a
+// hook at each phase).
+func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*Outcome, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -98,7 +104,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	defer cancelStop()
 	defer context.AfterFunc(sig.Abort, cancelStop)()
 
-	r := &run{cfg: &cfg, sig: sig, stop: stop, progress: progress, started: time.Now()}
+	r := &run{cfg: &cfg, runState: st, sig: sig, stop: stop, progress: progress, started: time.Now()}
 	if err := r.open(); err != nil {
 		return r.out, err
 	}
@@ -113,10 +119,35 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	return r.out, r.err
 }
 
+// runState is what a run learns about itself, apart from what the user
+// asked for (Config).
+type runState struct {
+	// testID labels a Docker run's objects; Run sets it (tests may
+	// choose it).
+	testID string
+	// clusterAsked is set once the Docker daemon has been asked to create
+	// the cluster: before that nothing of testID can exist, and there is
+	// nothing left behind to look for.
+	clusterAsked bool
+	// phaseHook, when a test sets it, is called at the start of each phase
+	// of Run: setup, image, cluster, servers (Docker only), workload, heal,
+	// final reads, teardown, check, report. Tests use it to interrupt a
+	// run exactly there; the CLI never sets it.
+	phaseHook func(phase string)
+}
+
+// phase marks the start of a phase of Run.
+func (s *runState) phase(name string) {
+	if s.phaseHook != nil {
+		s.phaseHook(name)
+	}
+}
+
 // run is one test being carried out: the Config the user asked for and
 // everything Run learns and makes on the way, phase by phase.
 type run struct {
-	cfg      *Config
+	cfg *Config
+	*runState
 	sig      Signals
 	stop     context.Context // sig.Stop, also ended by sig.Abort
 	progress io.Writer
@@ -152,10 +183,10 @@ func (r *run) open() error {
 	r.dir = dir
 	r.out = &Outcome{Dir: dir}
 	if cfg.Cluster == registry.ClusterDocker {
-		if cfg.testID == "" {
-			cfg.testID = testID(cfg, r.started)
+		if r.testID == "" {
+			r.testID = testID(cfg, r.started)
 		}
-		r.out.TestID = cfg.testID
+		r.out.TestID = r.testID
 	}
 	if r.logFile, err = os.Create(filepath.Join(dir, runstore.LogFile)); err != nil {
 		return fmt.Errorf("creating check.log: %w", err)
@@ -206,8 +237,8 @@ func (r *run) fail(err error) {
 func (r *run) setUpAndRun() {
 	cfg := r.cfg
 	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
-	cfg.phase("setup")
-	sys, err := openSystem(r.stop, cfg, r.dir, r.logf, r.progress)
+	r.phase("setup")
+	sys, err := openSystem(r.stop, cfg, r.runState, r.dir, r.logf, r.progress)
 	if err == nil && r.stop.Err() != nil {
 		// Set up, but too late: the signal came while it was going on.
 		err = r.stop.Err()
@@ -230,13 +261,13 @@ func (r *run) setUpAndRun() {
 	r.rec = history.NewRecorder(r.histFile)
 	r.live = startLive(cfg, r.rec, r.logf)
 	var done phasesDone
-	done, r.err = runWorkloadPhases(r.stop, cfg, sys, r.rec, r.live, r.logf, r.progressf, r.con)
+	done, r.err = runWorkloadPhases(r.stop, cfg, r.runState, sys, r.rec, r.live, r.logf, r.progressf, r.con)
 	r.live.wait()
 	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
 	if r.out.Incomplete != "" {
 		r.logf("the run is incomplete: %s", r.out.Incomplete)
 	}
-	cfg.phase("teardown")
+	r.phase("teardown")
 	if err := sys.Close(context.Background()); err != nil {
 		r.fail(fmt.Errorf("tearing down: %w", err))
 	}
@@ -246,10 +277,10 @@ func (r *run) setUpAndRun() {
 // daemon was asked to create the cluster.
 func (r *run) leftovers() {
 	cfg := r.cfg
-	if cfg.Cluster != registry.ClusterDocker || !cfg.clusterAsked {
+	if cfg.Cluster != registry.ClusterDocker || !r.clusterAsked {
 		return
 	}
-	if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
+	if hint := leftoverHint(r.testID, cfg.KeepCluster); hint != "" {
 		r.logf("%s", hint)
 		if r.err == nil {
 			r.err = errors.New(hint)
@@ -290,7 +321,7 @@ func (r *run) saveHistory() {
 // check reads the history back, checks it and settles the verdict.
 func (r *run) check() {
 	cfg, out := r.cfg, r.out
-	cfg.phase("check")
+	r.phase("check")
 	events, err := history.ParseFile(filepath.Join(r.dir, runstore.HistoryFile))
 	if err != nil {
 		r.fail(fmt.Errorf("reading back the history: %w", err))
@@ -326,10 +357,10 @@ func (r *run) check() {
 // asked for, and the summary on the terminal.
 func (r *run) report() {
 	cfg, out := r.cfg, r.out
-	cfg.phase("report")
+	r.phase("report")
 	rep := &reports.Run{
 		Dir: r.dir, Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
-		Params: params(cfg, sysInfo(r.sys, cfg)), Command: cfg.Command,
+		Params: params(cfg, sysInfo(r.sys, r.testID)), Command: cfg.Command,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete,
 	}
@@ -388,12 +419,12 @@ func Settle(res models.Result, incomplete, runErr string, checkSkipped bool) mod
 
 // sysInfo describes the system for the report; a system that could not be
 // set up is described by its test id alone.
-func sysInfo(sys System, cfg *Config) map[string]string {
+func sysInfo(sys System, testID string) map[string]string {
 	if sys != nil {
 		return sys.Info()
 	}
-	if cfg.testID != "" {
-		return map[string]string{"docker test id": cfg.testID}
+	if testID != "" {
+		return map[string]string{"docker test id": testID}
 	}
 	return nil
 }
