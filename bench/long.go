@@ -104,6 +104,34 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 		}
 		return json.Unmarshal(b, &res)
 	}()
+	rows = append(rows, longVerdictRows(name, title, out, runErr)...)
+	rows = append(rows, row{name: name + ": wall time, setup to reports", value: wall.Seconds(), unit: "s",
+		goal: fmt.Sprintf("< %.0f s (limit + 3 min)", (limit + 3*time.Minute).Seconds()), pass: wall < limit+3*time.Minute})
+
+	rows = append(rows, longHeapRows(name, w, every, res, peakAll)...)
+	rows = append(rows, longFileRows(name, out.Dir, resErr, problems, healErr)...)
+
+	if samplesFile != "" {
+		if err := writeSamples(samplesFile, w.samples); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: writing %s: %v\n", samplesFile, err)
+		}
+	}
+	keep := false
+	for _, r := range rows {
+		keep = keep || !r.pass
+	}
+	if keep {
+		fmt.Fprintf(os.Stderr, "bench: long run kept in %s\n", out.Dir)
+	} else {
+		os.RemoveAll(cfg.Store)
+	}
+	return rows
+}
+
+// longVerdictRows read the run's history: whether it completed, checked
+// valid, and injected every kind of fault.
+func longVerdictRows(name, title string, out *harness.Outcome, runErr error) []row {
+	var rows []row
 	events, _ := history.ParseFile(filepath.Join(out.Dir, runstore.HistoryFile))
 	ops, _ := history.Pair(events)
 	injected := map[string]int{}
@@ -168,9 +196,13 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 	rows = append(rows, row{name: name + ": faults injected, every kind at least once", value: float64(total), unit: "", goal: "each kind >= 1, healed",
 		pass: missing == 0 && len(healErrors) == 0, note: faultNote})
 
-	rows = append(rows, row{name: name + ": wall time, setup to reports", value: wall.Seconds(), unit: "s",
-		goal: fmt.Sprintf("< %.0f s (limit + 3 min)", (limit + 3*time.Minute).Seconds()), pass: wall < limit+3*time.Minute})
+	return rows
+}
 
+// longHeapRows are the harness's own memory while it ran, as the watch
+// sampled it, and the check's time.
+func longHeapRows(name string, w *longWatch, every time.Duration, res longResults, peakAll uint64) []row {
+	var rows []row
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	checkTime := w.verdict.Sub(w.recorded)
@@ -208,9 +240,16 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 		note: fmt.Sprintf("VmHWM reset when recording ended; %.1f MiB with the reports; setup's peak %.1f MiB (the agent binary copied to every node)",
 			mib(peakAll), mib(w.peakSetup))})
 
+	return rows
+}
+
+// longFileRows say whether the run's files were written and its faults
+// healed.
+func longFileRows(name, dir string, resErr error, problems []string, healErr error) []row {
+	var rows []row
 	var missingFiles []string
 	for _, f := range []string{runstore.ResultsFile, runstore.ReportFile, runstore.HistoryFile, runstore.LogFile} {
-		if st, err := os.Stat(filepath.Join(out.Dir, f)); err != nil || st.Size() == 0 {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			missingFiles = append(missingFiles, f)
 		}
 	}
@@ -231,20 +270,6 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 	}
 	rows = append(rows, row{name: name + ": faults healed after the run", value: float64(len(problems)), unit: "left", goal: "0", pass: healErr == nil && len(problems) == 0, note: healNote})
 
-	if samplesFile != "" {
-		if err := writeSamples(samplesFile, w.samples); err != nil {
-			fmt.Fprintf(os.Stderr, "bench: writing %s: %v\n", samplesFile, err)
-		}
-	}
-	keep := false
-	for _, r := range rows {
-		keep = keep || !r.pass
-	}
-	if keep {
-		fmt.Fprintf(os.Stderr, "bench: long run kept in %s\n", out.Dir)
-	} else {
-		os.RemoveAll(cfg.Store)
-	}
 	return rows
 }
 

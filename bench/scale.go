@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/fencecheck/fencecheck/internal/simulate"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/internal/units"
+	"github.com/fencecheck/fencecheck/runstore"
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -71,7 +74,7 @@ func scaleRows(sizes []int, memory int64) []row {
 		for _, n := range sizes {
 			s := sh.synth
 			s.Ops = n
-			path := filepath.Join(dir, "history.jsonl")
+			path := filepath.Join(dir, runstore.HistoryFile)
 			start := time.Now()
 			size, err := writeHistory(path, s)
 			name := fmt.Sprintf("check %s ops, %s", count(n), sh.name)
@@ -89,7 +92,7 @@ func scaleRows(sizes []int, memory int64) []row {
 			}
 			if need := oldPathNeeds(s, n); need > limit {
 				rows = append(rows, row{name: name + ": whole-key search (before)", value: 0, unit: "s", goal: "measured", pass: true,
-					note: fmt.Sprintf("skipped: it would need about %s (> %s here)", models.FormatBytes(need), models.FormatBytes(limit))})
+					note: fmt.Sprintf("skipped: it would need about %s (> %s here)", units.FormatBytes(need), units.FormatBytes(limit))})
 			} else {
 				rows = append(rows, checkFileRow(name+": whole-key search (before)", path, "old", n, limit+limit/4, 0, 0, ""))
 			}
@@ -171,7 +174,7 @@ func checkFileRow(name, path, which string, ops int, memory int64, goal time.Dur
 		r.note += "; " + f[2]
 	}
 	if goal > 0 {
-		r.goal = fmt.Sprintf("< %s, < %s", models.FormatDuration(goal), models.FormatBytes(memGoal))
+		r.goal = fmt.Sprintf("< %s, < %s", units.FormatDuration(goal), units.FormatBytes(memGoal))
 		r.pass = secs < goal.Seconds() && maxRSS < memGoal && verdict == string(models.Valid)
 	}
 	if note != "" {

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/meminfo"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -92,22 +93,7 @@ func atoi(s string) int {
 }
 
 // memAvailable is MemAvailable from /proc/meminfo, in bytes.
-func memAvailable() (int64, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) >= 2 && fields[0] == "MemAvailable:" {
-			kb, err := strconv.ParseInt(fields[1], 10, 64)
-			return kb * 1024, err
-		}
-	}
-	return 0, fmt.Errorf("/proc/meminfo has no MemAvailable")
-}
+func memAvailable() (int64, error) { return meminfo.Field("MemAvailable") }
 
 // memHog holds as much memory as leaves `leave` bytes available (at most
 // max bytes when max > 0), every page touched so that it is really

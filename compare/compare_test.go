@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -92,7 +93,7 @@ func TestExpandCompareFullPreset(t *testing.T) {
 			}
 		}
 	}
-	etcdInfo, _ := backendInfo("etcd")
+	etcdInfo, _ := registry.Lookup("etcd")
 	if etcdOwn != len(etcdInfo.Recipes) {
 		t.Errorf("%d rows of etcd's own storage, want one per etcd recipe (%d)", etcdOwn, len(etcdInfo.Recipes))
 	}
@@ -100,7 +101,7 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	// three fencing modes, on postgres's storage too when it is built in.
 	want := len(etcdInfo.Recipes) // etcd's own storage
 	storages := 1
-	if shared("postgres") {
+	if registry.IsSharedStorage("postgres") {
 		storages = 2
 		if !hasRow(m, docker("redis", "setnx", "postgres", "writes")) {
 			t.Errorf("no postgres storage row")
@@ -117,7 +118,7 @@ func TestExpandCompareFullPreset(t *testing.T) {
 }
 
 func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
-	if _, ok := backendInfo("etcd"); !ok {
+	if _, ok := registry.Lookup("etcd"); !ok {
 		t.Skip("etcd is not built in")
 	}
 	m, err := Expand(Spec{Preset: "jepsen-etcd", Seed: 1})
@@ -233,7 +234,7 @@ func TestExpandCompareFlags(t *testing.T) {
 }
 
 func mustBackend(t *testing.T, name string) registry.Info {
-	b, ok := backendInfo(name)
+	b, ok := registry.Lookup(name)
 	if !ok {
 		t.Fatalf("no backend %s", name)
 	}
@@ -243,7 +244,7 @@ func mustBackend(t *testing.T, name string) registry.Info {
 func secondsPtr(s float64) *float64 { return &s }
 
 func TestAggregateCell(t *testing.T) {
-	runs := []reports.CompareRun{
+	runs := []result.CompareRun{
 		{Verdict: "invalid", FirstViolationS: secondsPtr(4), AcquireOK: 100, AcquireFail: 0, AcquireInfo: 0, TimeLimitS: 10},
 		{Verdict: "invalid", FirstViolationS: secondsPtr(1), AcquireOK: 80, AcquireFail: 10, AcquireInfo: 10, TimeLimitS: 10},
 		{Verdict: "valid", AcquireOK: 60, TimeLimitS: 10},
@@ -308,22 +309,22 @@ func TestFirstViolationIsTheEarliestCulpritsCompletion(t *testing.T) {
 }
 
 func TestCompareMarkdown(t *testing.T) {
-	c := &reports.Comparison{
+	c := &result.Comparison{
 		Started: "2026-01-02T03:04:05Z", Preset: "quick", Seed: 42, Runs: 2, TimeLimitS: 15, DurationS: 61,
 		Faults: []string{"pause-holder", "partition"},
-		Rows: []reports.CompareRow{
-			{Backend: "etcd", Recipe: "mutex", Storage: "fenced", Fencing: "none", Cluster: "docker", Cells: []reports.CompareCell{
-				AggregateCell("pause-holder", []reports.CompareRun{
+		Rows: []result.CompareRow{
+			{Backend: "etcd", Recipe: "mutex", Storage: "fenced", Fencing: "none", Cluster: "docker", Cells: []result.CompareCell{
+				AggregateCell("pause-holder", []result.CompareRun{
 					{Dir: "etcd-mutex-fenced-none-pause-holder/A", Verdict: "invalid", FirstViolationS: secondsPtr(3), AcquireOK: 450, AcquireFail: 50, TimeLimitS: 15},
 					{Dir: "etcd-mutex-fenced-none-pause-holder/B", Verdict: "invalid", FirstViolationS: secondsPtr(5), AcquireOK: 450, AcquireFail: 50, TimeLimitS: 15},
 				}),
-				AggregateCell("partition", []reports.CompareRun{
+				AggregateCell("partition", []result.CompareRun{
 					{Dir: "etcd-mutex-fenced-none-partition/A", Verdict: "valid", AcquireOK: 300, TimeLimitS: 15},
 					{Verdict: "error", Error: "setting up the system under test:\n  no image", TimeLimitS: 15},
 				}),
 			}},
-			{Backend: "memory", Recipe: "lease", Storage: "fenced", Fencing: "all", Cluster: "inprocess", Cells: []reports.CompareCell{
-				AggregateCell("pause-holder", []reports.CompareRun{{Dir: "m/A", Verdict: "valid", AcquireOK: 30, TimeLimitS: 15}}),
+			{Backend: "memory", Recipe: "lease", Storage: "fenced", Fencing: "all", Cluster: "inprocess", Cells: []result.CompareCell{
+				AggregateCell("pause-holder", []result.CompareRun{{Dir: "m/A", Verdict: "valid", AcquireOK: 30, TimeLimitS: 15}}),
 				{Fault: "partition", NotApplicable: "an in-process run injects only pause, pause-holder"},
 			}},
 		},
@@ -399,7 +400,7 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 	if unfenced.MedianFirstViolationS == nil || *unfenced.MedianFirstViolationS <= 0 || *unfenced.MedianFirstViolationS > 3 {
 		t.Errorf("first violation %v", unfenced.MedianFirstViolationS)
 	}
-	for _, cell := range []reports.CompareCell{unfenced, fenced} {
+	for _, cell := range []result.CompareCell{unfenced, fenced} {
 		if cell.AcquiresPerS <= 0 || cell.AcquireOKShare == nil || len(cell.Runs) != 1 {
 			t.Errorf("cell %+v", cell)
 			continue
@@ -446,7 +447,7 @@ func TestDockerKnownAnswers(t *testing.T) {
 	var answers []answer
 	want := map[Row]models.Verdict{}
 	for _, a := range all {
-		b, ok := backendInfo(a.row.Backend)
+		b, ok := registry.Lookup(a.row.Backend)
 		if !ok || !slices.Contains(b.Recipes, a.row.Recipe) {
 			t.Logf("skipping %s: not in this build", a.row)
 			continue

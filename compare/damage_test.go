@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/compare/result"
 )
 
 // A cell shows the lost-update share: the median of the runs' lower
 // bounds and the range from the smallest lower bound to the largest upper
 // one; runs without a final read are left out, not counted as 0.
 func TestAggregateCellLostShare(t *testing.T) {
-	runs := []reports.CompareRun{
+	runs := []result.CompareRun{
 		{Verdict: "invalid", FirstViolationS: secondsPtr(2), AcquireOK: 100, TimeLimitS: 10, LostShareMin: secondsPtr(0.10), LostShareMax: secondsPtr(0.10)},
 		{Verdict: "invalid", FirstViolationS: secondsPtr(3), AcquireOK: 100, TimeLimitS: 10, LostShareMin: secondsPtr(0.02), LostShareMax: secondsPtr(0.05)},
 		{Verdict: "invalid", FirstViolationS: secondsPtr(4), AcquireOK: 100, TimeLimitS: 10, LostShareMin: secondsPtr(0.04), LostShareMax: secondsPtr(0.04)},

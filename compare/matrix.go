@@ -3,8 +3,9 @@
 // cell — through harness.Run, and summarizes each cell from the runs'
 // in-memory results: verdict counts, the median time to the first
 // violation, acquisitions per second, the share of acquisitions that
-// succeeded and the share of acknowledged updates lost. reports draws the
-// tables; store says where they go.
+// succeeded and the share of acknowledged updates lost. The result's types
+// (Comparison, its rows, cells and runs) are compare/result's; reports
+// draws the tables; runstore names their files and says where they go.
 //
 // A matrix can be split over machines (Shard, RunShard: a deterministic
 // cut of its (cell, run) pairs) and put together again (Merge) from the
@@ -151,7 +152,7 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	cfg.Seed = m.Seed + int64(run)
 	cfg.Store = store
 	cfg.Name = ""
-	if b, ok := backendInfo(r.Backend); ok && len(b.Versions) == 0 {
+	if b, ok := registry.Lookup(r.Backend); ok && len(b.Versions) == 0 {
 		cfg.ServerVersion = "" // a server version means nothing to a backend with one build
 	}
 	return cfg
@@ -160,7 +161,48 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 // Expand turns a spec into the matrix, checking every value up
 // front; errors are *harness.UsageError naming the flag.
 func Expand(spec Spec) (*Matrix, error) {
-	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed}
+	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec)}
+	l, err := presetLists(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.check(); err != nil {
+		return nil, err
+	}
+	m.Runs, m.TimeLimit, m.Faults = l.runs, l.timeLimit, l.faults
+	seen := map[Row]bool{}
+	add := func(r Row) {
+		if !seen[r] {
+			seen[r] = true
+			m.Rows = append(m.Rows, r)
+		}
+	}
+	clientRows, builtin, err := expandClients(spec, l.fencing)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range clientRows {
+		add(r)
+	}
+	if !builtin {
+		l.backends = nil
+	}
+	if err := l.builtinRows(add); err != nil {
+		return nil, err
+	}
+	if len(m.Rows) == 0 {
+		return nil, registry.Flagf("storages", "no backend of --backends %s can use storage %s", strings.Join(l.backends, ","), strings.Join(l.storages, ","))
+	}
+	if err := m.checkCells(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// expandBase is the configuration every run of the matrix starts from:
+// the defaults (the preset's, for jepsen-etcd), the spec's values over
+// them.
+func expandBase(spec Spec) harness.Config {
 	base := DefaultBase()
 	fullTime := spec.FullTime
 	if spec.Preset == "jepsen-etcd" {
@@ -182,168 +224,166 @@ func Expand(spec Spec) (*Matrix, error) {
 	base.StopOnViolation = !fullTime
 	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
-	m.Base = base
+	return base
+}
 
-	// The preset's values, then the flags over them.
-	var (
-		everyRecipe = true
-		storages    = []string{"fenced"}
-		faults      = []string{"pause-holder"}
-		fencing     = []string{"none", "all"}
-		runs        = 1
-		timeLimit   = 20 * time.Second
-	)
+// lists are the matrix's axes and counts: the preset's, then the flags
+// over them.
+type lists struct {
+	everyRecipe                         bool
+	backends, storages, faults, fencing []string
+	runs                                int
+	timeLimit                           time.Duration
+}
+
+// presetLists is the preset's lists with the spec's over them.
+func presetLists(spec Spec) (lists, error) {
+	l := lists{everyRecipe: true, storages: []string{"fenced"}, faults: []string{"pause-holder"},
+		fencing: []string{"none", "all"}, runs: 1, timeLimit: 20 * time.Second, backends: spec.Backends}
 	switch spec.Preset {
 	case "":
 	case "quick":
-		everyRecipe = false
-		timeLimit = 15 * time.Second
+		l.everyRecipe = false
+		l.timeLimit = 15 * time.Second
 	case "full":
-		storages = []string{"fenced"}
+		l.storages = []string{"fenced"}
 		for _, be := range registry.All() {
-			storages = append(storages, be.Storages...)
+			l.storages = append(l.storages, be.Storages...)
 		}
 		for _, st := range registry.SharedStorages() {
 			if st != registry.DefaultStorage {
-				storages = append(storages, st)
+				l.storages = append(l.storages, st)
 			}
 		}
-		fencing = []string{"none", "writes", "all"}
-		faults = []string{"pause-holder", "pause", "partition", "kill"}
-		runs = 3
+		l.fencing = []string{"none", "writes", "all"}
+		l.faults = []string{"pause-holder", "pause", "partition", "kill"}
+		l.runs = 3
 	case "jepsen-etcd":
-		if len(spec.Backends) == 0 {
-			spec.Backends = []string{"etcd:lock-rpc"}
+		if len(l.backends) == 0 {
+			l.backends = []string{"etcd:lock-rpc"}
 		}
-		storages = []string{"fenced", "etcd"}
-		faults = []string{"pause-leader"}
-		runs = 10
-		timeLimit = 30 * time.Second
+		l.storages = []string{"fenced", "etcd"}
+		l.faults = []string{"pause-leader"}
+		l.runs = 10
+		l.timeLimit = 30 * time.Second
 	default:
-		return nil, usage("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
+		return l, registry.Flagf("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
 	}
-	backends := spec.Backends
-	if len(backends) == 0 {
-		backends = DefaultBackends()
+	if len(l.backends) == 0 {
+		l.backends = DefaultBackends()
 	}
 	if len(spec.Storages) > 0 {
-		storages = spec.Storages
+		l.storages = spec.Storages
 	}
 	if len(spec.Faults) > 0 {
-		faults = spec.Faults
+		l.faults = spec.Faults
 	}
 	if len(spec.Fencing) > 0 {
-		fencing = spec.Fencing
+		l.fencing = spec.Fencing
 	}
 	if spec.Runs != 0 {
-		runs = spec.Runs
+		l.runs = spec.Runs
 	}
 	if spec.TimeLimit != 0 {
-		timeLimit = spec.TimeLimit
+		l.timeLimit = spec.TimeLimit
 	}
+	return l, nil
+}
 
-	if runs < 1 || runs > 100 {
-		return nil, usage("runs", "%d is out of range (accepted: 1 to 100)", runs)
+// check refuses a count out of range, an unknown fencing mode, fault or
+// storage, and a value listed twice.
+func (l lists) check() error {
+	if err := CheckRuns(l.runs); err != nil {
+		return err
 	}
-	if timeLimit < time.Second || timeLimit > 24*time.Hour {
-		return nil, usage("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", timeLimit)
+	if err := CheckTimeLimit(l.timeLimit); err != nil {
+		return err
 	}
-	m.Runs, m.TimeLimit = runs, timeLimit
-	for _, f := range fencing {
+	for _, f := range l.fencing {
 		if _, err := fenced.ParseMode(f); err != nil {
-			return nil, usage("fencing", "%v", err)
+			return registry.Flagf("fencing", "%v", err)
 		}
 	}
-	if dup := firstDuplicate(fencing); dup != "" {
-		return nil, usage("fencing", "%s is listed twice", dup)
+	if dup := firstDuplicate(l.fencing); dup != "" {
+		return registry.Flagf("fencing", "%s is listed twice", dup)
 	}
-	for _, f := range faults {
+	for _, f := range l.faults {
 		// Each column is one fault: the registry knows the words.
 		if err := nemesis.CheckNames([]string{f}); err != nil {
-			return nil, usage("faults", "%v", err)
+			return registry.Flagf("faults", "%v", err)
 		}
 	}
-	if dup := firstDuplicate(faults); dup != "" {
-		return nil, usage("faults", "%s is listed twice", dup)
+	if dup := firstDuplicate(l.faults); dup != "" {
+		return registry.Flagf("faults", "%s is listed twice", dup)
 	}
-	m.Faults = faults
 	own := map[string]bool{}
 	for _, be := range registry.All() {
 		for _, s := range be.Storages {
 			own[s] = true
 		}
 	}
-	for _, s := range storages {
-		if !shared(s) && !own[s] {
+	for _, s := range l.storages {
+		if !registry.IsSharedStorage(s) && !own[s] {
 			var accepted []string
 			accepted = append(accepted, registry.SharedStorages()...)
 			for s := range own {
 				accepted = append(accepted, s)
 			}
 			sort.Strings(accepted)
-			return nil, usage("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
+			return registry.Flagf("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
 		}
 	}
-	if dup := firstDuplicate(storages); dup != "" {
-		return nil, usage("storages", "%s is listed twice", dup)
+	if dup := firstDuplicate(l.storages); dup != "" {
+		return registry.Flagf("storages", "%s is listed twice", dup)
 	}
+	return nil
+}
 
-	seen := map[Row]bool{}
-	clientRows, builtin, err := expandClients(spec, fencing)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range clientRows {
-		if !seen[r] {
-			seen[r] = true
-			m.Rows = append(m.Rows, r)
-		}
-	}
-	if !builtin {
-		backends = nil
-	}
-	for _, sel := range backends {
+// builtinRows adds the rows of the built-in recipes of l.backends: each
+// recipe (or the first, or the one named as backend:recipe) under each
+// storage it can use and each fencing mode that storage takes.
+func (l lists) builtinRows(add func(Row)) error {
+	for _, sel := range l.backends {
 		name, recipe, one := strings.Cut(sel, ":")
-		be, ok := backendInfo(name)
+		be, ok := registry.Lookup(name)
 		if !ok {
-			return nil, usage("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(names(), ", "))
+			return registry.Flagf("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(registry.Names(), ", "))
 		}
 		recipes := be.Recipes
 		switch {
 		case one && !slices.Contains(be.Recipes, recipe):
-			return nil, usage("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
+			return registry.Flagf("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
 		case one:
 			recipes = []string{recipe}
-		case !everyRecipe:
+		case !l.everyRecipe:
 			recipes = be.Recipes[:1]
 		}
 		cluster := defaultCluster(be)
 		for _, rc := range recipes {
-			for _, st := range storages {
-				shared := shared(st)
+			for _, st := range l.storages {
+				shared := registry.IsSharedStorage(st)
 				switch {
 				case shared && cluster == registry.ClusterInProcess && st != registry.DefaultStorage:
 					continue // an in-process run has only the fenced node
 				case !shared && !slices.Contains(be.Storages, st):
 					continue // another backend's own storage
 				}
-				fs := fencing
+				fs := l.fencing
 				if !shared {
 					fs = []string{"none"} // the backend guards it itself
 				}
 				for _, f := range fs {
-					r := Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster}
-					if !seen[r] {
-						seen[r] = true
-						m.Rows = append(m.Rows, r)
-					}
+					add(Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster})
 				}
 			}
 		}
 	}
-	if len(m.Rows) == 0 {
-		return nil, usage("storages", "no backend of --backends %s can use storage %s", strings.Join(backends, ","), strings.Join(storages, ","))
-	}
+	return nil
+}
+
+// checkCells validates the configuration of every cell that can run, and
+// refuses a matrix where none can.
+func (m *Matrix) checkCells() error {
 	cells := 0
 	for _, r := range m.Rows {
 		for _, f := range m.Faults {
@@ -356,16 +396,35 @@ func Expand(spec Spec) (*Matrix, error) {
 			if err := cfg.Validate(); err != nil {
 				var ue *harness.UsageError
 				if errors.As(err, &ue) {
-					return nil, usage(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
+					return registry.Flagf(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
 				}
-				return nil, err
+				return err
 			}
 		}
 	}
 	if cells == 0 {
-		return nil, usage("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(nemesis.InProcess(), ", "))
+		return registry.Flagf("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(nemesis.InProcess(), ", "))
 	}
-	return m, nil
+	return nil
+}
+
+// CheckRuns refuses a --runs out of its range, 1 to 100. Expand asks it;
+// so does the CLI for a 0 given on purpose, which Spec reads as the
+// default.
+func CheckRuns(n int) error {
+	if n < 1 || n > 100 {
+		return registry.Flagf("runs", "%d is out of range (accepted: 1 to 100)", n)
+	}
+	return nil
+}
+
+// CheckTimeLimit refuses a --time-limit out of its range, 1s to 24h, as
+// CheckRuns does --runs.
+func CheckTimeLimit(d time.Duration) error {
+	if d < time.Second || d > 24*time.Hour {
+		return registry.Flagf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", d)
+	}
+	return nil
 }
 
 func firstDuplicate(list []string) string {
@@ -379,30 +438,10 @@ func firstDuplicate(list []string) string {
 	return ""
 }
 
-// usage is bad input to the matrix, named by its flag, as the CLI
-// reports every bad flag (exit 254).
-func usage(flag, format string, args ...any) error {
-	return &harness.UsageError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
-}
-
 // defaultCluster is where a backend runs when the matrix does not say:
 // its first cluster (in process for the memory backend, Docker for the
 // servers).
 func defaultCluster(b registry.Info) registry.Cluster { return b.Clusters[0] }
-
-func backendInfo(name string) (registry.Info, bool) { return registry.Lookup(name) }
-
-func names() []string {
-	var out []string
-	for _, b := range registry.All() {
-		out = append(out, b.Name)
-	}
-	return out
-}
-
-// shared reports whether storage s works with every backend (the fenced
-// node), rather than being a backend's own.
-func shared(s string) bool { return slices.Contains(registry.SharedStorages(), s) }
 
 // expandClients makes the rows of spec.Clients (fenced storage, each
 // fencing mode) and says whether the built-in rows of --backends run too.
@@ -415,23 +454,23 @@ func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 	for _, sel := range spec.Clients {
 		dir, backends := sel, spec.Backends
 		if name, rest, ok := strings.Cut(sel, ":"); ok {
-			if _, known := backendInfo(name); known {
+			if _, known := registry.Lookup(name); known {
 				dir, backends = rest, []string{name}
 			}
 		}
 		if dir == sel && len(spec.Backends) == 0 {
-			return nil, false, usage("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
+			return nil, false, registry.Flagf("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
 		}
 		if dir == sel {
 			builtin = false // --backends names this client's services
 		}
 		cl, err := clientdir.Load(dir)
 		if err != nil {
-			return nil, false, usage("client", "%v", err)
+			return nil, false, registry.Flagf("client", "%v", err)
 		}
 		for _, be := range backends {
 			if strings.Contains(be, ":") {
-				return nil, false, usage("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
+				return nil, false, registry.Flagf("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
 			}
 			for _, f := range fencing {
 				rows = append(rows, Row{Backend: be, Recipe: cl.Manifest.Name + " (client)", Storage: registry.DefaultStorage,

@@ -11,16 +11,13 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
-
-// ShardFile is the name of the file in a shard's directory that Merge
-// reads: the shard's partial compare.json.
-const ShardFile = "compare.json"
 
 // ExitMissing is `check compare merge`'s exit code when runs are missing
 // (a shard did not come back, or stopped early) but the rest ran: the
@@ -38,7 +35,7 @@ func refuse(format string, args ...any) error { return &ShardError{Msg: fmt.Spri
 
 type loadedShard struct {
 	dir string
-	c   *reports.Comparison
+	c   *result.Comparison
 }
 
 // Merge combines the partial comparisons that `check compare --shard`
@@ -50,13 +47,13 @@ type loadedShard struct {
 // or given twice, are refused (*ShardError) before anything is
 // written. Runs no shard brought back are listed in Missing and counted
 // in their cells; MergeExitCode says what that means for the exit code.
-func Merge(dirs []string, out string) (*reports.Comparison, error) {
+func Merge(dirs []string, out string) (*result.Comparison, error) {
 	if len(dirs) == 0 {
 		return nil, refuse("no shard directories given: pass the --store directory of every `check compare --shard I/N` run")
 	}
 	outAbs, err := filepath.Abs(out)
 	if err != nil {
-		return nil, usage("out", "%v", err)
+		return nil, registry.Flagf("out", "%v", err)
 	}
 	var shards []loadedShard
 	for _, d := range dirs {
@@ -65,12 +62,12 @@ func Merge(dirs []string, out string) (*reports.Comparison, error) {
 			return nil, refuse("%s: %v", d, err)
 		}
 		if abs == outAbs {
-			return nil, usage("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, ShardFile)
+			return nil, registry.Flagf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, runstore.CompareJSON)
 		}
-		c, err := reports.ReadComparison(filepath.Join(d, ShardFile))
+		c, err := result.ReadComparison(filepath.Join(d, runstore.CompareJSON))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, refuse("%s has no %s: pass the --store directory of a `check compare --shard I/N` run", d, ShardFile)
+			return nil, refuse("%s has no %s: pass the --store directory of a `check compare --shard I/N` run", d, runstore.CompareJSON)
 		case err != nil:
 			return nil, refuse("%v", err)
 		case c.Shard == nil:
@@ -103,7 +100,7 @@ func Merge(dirs []string, out string) (*reports.Comparison, error) {
 }
 
 // consistent checks that a shard's runs are the pairs it says it held.
-func consistent(c *reports.Comparison) error {
+func consistent(c *result.Comparison) error {
 	runs := 0
 	for i, r := range c.Rows {
 		if len(r.Cells) != len(c.Faults) {
@@ -114,14 +111,14 @@ func consistent(c *reports.Comparison) error {
 		}
 	}
 	if runs != len(c.Shard.Held) {
-		return fmt.Errorf("%s lists %d runs held but its cells have %d", ShardFile, len(c.Shard.Held), runs)
+		return fmt.Errorf("%s lists %d runs held but its cells have %d", runstore.CompareJSON, len(c.Shard.Held), runs)
 	}
 	for _, p := range c.Shard.Held {
 		if p.Row < 0 || p.Row >= len(c.Rows) || !slices.Contains(c.Faults, p.Fault) || p.Run < 0 || p.Run >= c.Runs {
-			return fmt.Errorf("%s holds a run outside the matrix (row %d, %s, run %d)", ShardFile, p.Row, p.Fault, p.Run)
+			return fmt.Errorf("%s holds a run outside the matrix (row %d, %s, run %d)", runstore.CompareJSON, p.Row, p.Fault, p.Run)
 		}
 		if !slices.Contains(c.Shard.Pairs, p) {
-			return fmt.Errorf("%s holds a run it was not given (row %d, %s, run %d)", ShardFile, p.Row, p.Fault, p.Run)
+			return fmt.Errorf("%s holds a run it was not given (row %d, %s, run %d)", runstore.CompareJSON, p.Row, p.Fault, p.Run)
 		}
 	}
 	return nil
@@ -129,8 +126,8 @@ func consistent(c *reports.Comparison) error {
 
 // difference names the first flag whose value two shards' matrices
 // disagree on: "shard 2/3 ran --time-limit 20s, shard 1/3 15s".
-func difference(a, b *reports.CompareShard) string {
-	values := func(s *reports.CompareShard) map[string]string {
+func difference(a, b *result.CompareShard) string {
+	values := func(s *result.CompareShard) map[string]string {
 		m := map[string]string{}
 		for _, f := range s.Definition {
 			m[f.Flag] = f.Value
@@ -166,28 +163,28 @@ func show(v string) string {
 	return v
 }
 
-func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
+func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 	first := shards[0].c
-	c := &reports.Comparison{
+	c := &result.Comparison{
 		Started: first.Started, Preset: first.Preset, Seed: first.Seed, Runs: first.Runs, TimeLimitS: first.TimeLimitS,
 		Faults: first.Faults, Clients: first.Clients, Keys: first.Keys, Nodes: first.Nodes, LeaseTTLS: first.LeaseTTLS,
 	}
-	got := map[reports.ComparePair]reports.CompareRun{}
-	from := map[reports.ComparePair]string{}
+	got := map[result.ComparePair]result.CompareRun{}
+	from := map[result.ComparePair]string{}
 	for _, s := range shards {
 		c.Started = min(c.Started, s.c.Started) // one layout: the earliest sorts first
 		c.DurationS = max(c.DurationS, s.c.DurationS)
 		c.Interrupted = c.Interrupted || s.c.Interrupted
 		rel, err := filepath.Rel(out, s.dir)
 		if err != nil {
-			return nil, usage("out", "%s and %s share no path for relative links: %v", out, s.dir, err)
+			return nil, registry.Flagf("out", "%s and %s share no path for relative links: %v", out, s.dir, err)
 		}
-		c.Sources = append(c.Sources, reports.CompareSource{Shard: s.c.Shard.String(), Dir: filepath.ToSlash(rel),
+		c.Sources = append(c.Sources, result.CompareSource{Shard: s.c.Shard.String(), Dir: filepath.ToSlash(rel),
 			Runs: len(s.c.Shard.Held), DurationS: s.c.DurationS})
 		for i, r := range s.c.Rows {
 			for _, cell := range r.Cells {
 				for _, run := range cell.Runs {
-					p := reports.ComparePair{Row: i, Fault: cell.Fault, Run: int(run.Seed - s.c.Seed)}
+					p := result.ComparePair{Row: i, Fault: cell.Fault, Run: int(run.Seed - s.c.Seed)}
 					if !slices.Contains(s.c.Shard.Held, p) {
 						return nil, refuse("%s: a run of seed %d in %s × %s is not among the runs it held", s.dir, run.Seed, rowText(r), cell.Fault)
 					}
@@ -206,44 +203,44 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 	}
 	// Which shard should have run what: the same cut the shards made,
 	// from what their compare.json says of the matrix.
-	var pairs []reports.ComparePair
+	var pairs []result.ComparePair
 	for i, r := range first.Rows {
 		for _, cell := range r.Cells {
 			if cell.NotApplicable == "" {
 				for k := range first.Runs {
-					pairs = append(pairs, reports.ComparePair{Row: i, Fault: cell.Fault, Run: k})
+					pairs = append(pairs, result.ComparePair{Row: i, Fault: cell.Fault, Run: k})
 				}
 			}
 		}
 	}
 	timeLimit := time.Duration(first.TimeLimitS * float64(time.Second))
-	assigned := Slice(pairs, func(p reports.ComparePair) time.Duration {
+	assigned := Slice(pairs, func(p result.ComparePair) time.Duration {
 		return expectedDuration(registry.Cluster(first.Rows[p.Row].Cluster), timeLimit)
 	}, first.Shard.Count)
-	owner := map[reports.ComparePair]int{}
+	owner := map[result.ComparePair]int{}
 	for i, p := range pairs {
 		owner[p] = assigned[i] + 1
 	}
 	for i, r := range first.Rows {
-		row := reports.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		row := result.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
 		for _, cell := range r.Cells {
 			if cell.NotApplicable != "" {
-				row.Cells = append(row.Cells, reports.CompareCell{Fault: cell.Fault, NotApplicable: cell.NotApplicable, Verdicts: map[string]int{}})
+				row.Cells = append(row.Cells, result.CompareCell{Fault: cell.Fault, NotApplicable: cell.NotApplicable, Verdicts: map[string]int{}})
 				continue
 			}
-			var runs []reports.CompareRun
+			var runs []result.CompareRun
 			missing := 0
 			for k := range first.Runs {
-				p := reports.ComparePair{Row: i, Fault: cell.Fault, Run: k}
+				p := result.ComparePair{Row: i, Fault: cell.Fault, Run: k}
 				if run, ok := got[p]; ok {
 					runs = append(runs, run)
 					continue
 				}
 				missing++
-				c.Missing = append(c.Missing, reports.CompareMissing{Shard: fmt.Sprintf("%d/%d", owner[p], first.Shard.Count),
+				c.Missing = append(c.Missing, result.CompareMissing{Shard: fmt.Sprintf("%d/%d", owner[p], first.Shard.Count),
 					Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Fault: cell.Fault, Run: k + 1})
 			}
-			merged := reports.CompareCell{Fault: cell.Fault, Verdicts: map[string]int{}}
+			merged := result.CompareCell{Fault: cell.Fault, Verdicts: map[string]int{}}
 			if len(runs) > 0 {
 				merged = AggregateCell(cell.Fault, runs)
 			}
@@ -264,7 +261,7 @@ func merged(shards []loadedShard, out string) (*reports.Comparison, error) {
 // end event a finished run writes last (only its last line is read). ""
 // for a run that finished, and for any run not called valid (a violation
 // stands; unknown and error say so already).
-func unfinishedRun(shardDir string, run reports.CompareRun) string {
+func unfinishedRun(shardDir string, run result.CompareRun) string {
 	if run.Verdict != string(models.Valid) {
 		return ""
 	}
@@ -284,7 +281,7 @@ func unfinishedRun(shardDir string, run reports.CompareRun) string {
 	return ""
 }
 
-func rowText(r reports.CompareRow) string {
+func rowText(r result.CompareRow) string {
 	return fmt.Sprintf("%s %s %s %s", r.Backend, r.Recipe, r.Storage, r.Fencing)
 }
 
@@ -292,7 +289,7 @@ func rowText(r reports.CompareRow) string {
 // when a run could not be carried out or a shard was interrupted), else
 // ExitMissing (2) when runs are missing or a run called valid is not
 // shown to have finished (Unfinished), else 0.
-func MergeExitCode(c *reports.Comparison) int {
+func MergeExitCode(c *result.Comparison) int {
 	if code := ExitCode(c); code != 0 {
 		return code
 	}
@@ -304,10 +301,10 @@ func MergeExitCode(c *reports.Comparison) int {
 
 // MissingShards are the shards none of whose runs came back, e.g.
 // ["3/3"], for the merge's message.
-func MissingShards(c *reports.Comparison) []string {
+func MissingShards(c *result.Comparison) []string {
 	var out []string
 	for _, m := range c.Missing {
-		if !slices.Contains(out, m.Shard) && !slices.ContainsFunc(c.Sources, func(s reports.CompareSource) bool { return s.Shard == m.Shard }) {
+		if !slices.Contains(out, m.Shard) && !slices.ContainsFunc(c.Sources, func(s result.CompareSource) bool { return s.Shard == m.Shard }) {
 			out = append(out, m.Shard)
 		}
 	}

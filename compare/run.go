@@ -9,10 +9,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Run runs every applicable cell of m, one run at a time, with
@@ -21,7 +23,7 @@ import (
 // watched). progress gets a line per run. The first interrupt stops the
 // run going on (it is still checked) and skips the rest. The error is
 // about writing the tables; failed runs are in the comparison (Errors).
-func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*reports.Comparison, error) {
+func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*result.Comparison, error) {
 	return run(sig, m, nil, dir, progress)
 }
 
@@ -30,18 +32,18 @@ func Run(sig harness.Signals, m *Matrix, dir string, progress io.Writer) (*repor
 // the comparison with only this shard's runs, and the shard, the
 // matrix's fingerprint and the pairs it was given and ran. Merge puts
 // the shards together.
-func RunShard(sig harness.Signals, m *Matrix, s Shard, dir string, progress io.Writer) (*reports.Comparison, error) {
+func RunShard(sig harness.Signals, m *Matrix, s Shard, dir string, progress io.Writer) (*result.Comparison, error) {
 	return run(sig, m, m.shardInfo(s), dir, progress)
 }
 
 // run runs every applicable pair of m, or only shard's when shard is
 // not nil.
-func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string, progress io.Writer) (*reports.Comparison, error) {
+func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string, progress io.Writer) (*result.Comparison, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
 	started := time.Now()
-	c := &reports.Comparison{
+	c := &result.Comparison{
 		Started: started.UTC().Format("2006-01-02T15:04:05Z"), Preset: m.Preset, Seed: m.Seed, Runs: m.Runs,
 		TimeLimitS: m.TimeLimit.Seconds(), Faults: m.Faults,
 		Clients: m.Base.Clients, Keys: m.Base.Keys, Nodes: m.Base.Nodes, LeaseTTLS: m.Base.LeaseTTL.Seconds(),
@@ -50,14 +52,14 @@ func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string
 	take := func(int, string, int) bool { return true }
 	if shard != nil {
 		take = func(row int, fault string, run int) bool {
-			return slices.Contains(shard.Pairs, reports.ComparePair{Row: row, Fault: fault, Run: run})
+			return slices.Contains(shard.Pairs, result.ComparePair{Row: row, Fault: fault, Run: run})
 		}
 	}
 	total := 0
 	for i, r := range m.Rows {
-		c.Rows = append(c.Rows, reports.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: string(r.Cluster)})
+		c.Rows = append(c.Rows, result.CompareRow{Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: string(r.Cluster)})
 		for _, f := range m.Faults {
-			cell := reports.CompareCell{Fault: f, Verdicts: map[string]int{}}
+			cell := result.CompareCell{Fault: f, Verdicts: map[string]int{}}
 			if why := m.Applicable(r, f); why != "" {
 				cell.NotApplicable = why
 			} else {
@@ -85,7 +87,7 @@ func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string
 			if c.Rows[i].Cells[j].NotApplicable != "" {
 				continue
 			}
-			var runs []reports.CompareRun
+			var runs []result.CompareRun
 			for k := 0; k < m.Runs && sig.Stop.Err() == nil; k++ {
 				if !take(i, f, k) {
 					continue
@@ -102,7 +104,7 @@ func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string
 				}
 				runs = append(runs, run)
 				if shard != nil {
-					shard.Held = append(shard.Held, reports.ComparePair{Row: i, Fault: f, Run: k})
+					shard.Held = append(shard.Held, result.ComparePair{Row: i, Fault: f, Run: k})
 				}
 				fmt.Fprintf(progress, "        %s\n", runLine(run))
 			}
@@ -124,11 +126,11 @@ func run(sig harness.Signals, m *Matrix, shard *reports.CompareShard, dir string
 	if err := reports.WriteComparison(dir, c); err != nil {
 		return c, fmt.Errorf("writing the comparison: %w", err)
 	}
-	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), filepath.Join(dir, "compare.html"))
+	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), filepath.Join(dir, runstore.CompareHTML))
 	return c, nil
 }
 
-func runLine(r reports.CompareRun) string {
+func runLine(r result.CompareRun) string {
 	s := r.Verdict
 	if r.FirstViolationS != nil {
 		s += fmt.Sprintf(", first violation at %.1f s", *r.FirstViolationS)
@@ -146,11 +148,11 @@ func runLine(r reports.CompareRun) string {
 	return s
 }
 
-func countErrors(c *reports.Comparison) int {
+func countErrors(c *result.Comparison) int {
 	n := 0
 	for _, r := range c.Rows {
 		for _, cell := range r.Cells {
-			n += cell.Verdicts["error"]
+			n += cell.Verdicts[result.Error]
 		}
 	}
 	return n
@@ -159,7 +161,7 @@ func countErrors(c *reports.Comparison) int {
 // ExitCode is `check compare`'s exit code: 0 when every cell ran
 // (whatever the verdicts), 255 when a run could not be carried out or an
 // interrupt kept cells from running.
-func ExitCode(c *reports.Comparison) int {
+func ExitCode(c *result.Comparison) int {
 	if c == nil || c.Errors > 0 || c.Interrupted {
 		return harness.ExitFailed
 	}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/compare/result"
 )
 
 // Shard is the I-th of N slices of a matrix's (cell, run) pairs
@@ -29,13 +29,13 @@ func ParseShard(s string) (Shard, error) {
 	n, errN := strconv.Atoi(b)
 	switch {
 	case !ok || errI != nil || errN != nil:
-		return Shard{}, usage("shard", "%q is not I/N: give the shard's number and the number of shards, e.g. --shard 2/3", s)
+		return Shard{}, registry.Flagf("shard", "%q is not I/N: give the shard's number and the number of shards, e.g. --shard 2/3", s)
 	case n < 1:
-		return Shard{}, usage("shard", "%s: the number of shards must be at least 1 (e.g. --shard 1/3)", s)
+		return Shard{}, registry.Flagf("shard", "%s: the number of shards must be at least 1 (e.g. --shard 1/3)", s)
 	case n > 1000:
-		return Shard{}, usage("shard", "%s: at most 1000 shards", s)
+		return Shard{}, registry.Flagf("shard", "%s: at most 1000 shards", s)
 	case i < 1 || i > n:
-		return Shard{}, usage("shard", "%s: the shard's number must be from 1 to %d (e.g. --shard 1/%d)", s, n, n)
+		return Shard{}, registry.Flagf("shard", "%s: the shard's number must be from 1 to %d (e.g. --shard 1/%d)", s, n, n)
 	}
 	return Shard{I: i, N: n}, nil
 }
@@ -43,14 +43,14 @@ func ParseShard(s string) (Shard, error) {
 // Definition is everything that defines m, one flag a line: what must
 // be equal for shards to belong to one comparison. The agent binary
 // (a path on one machine) is not part of it.
-func (m *Matrix) Definition() []reports.MatrixField {
+func (m *Matrix) Definition() []result.MatrixField {
 	var rows []string
 	for _, r := range m.Rows {
 		rows = append(rows, r.String()+" "+string(r.Cluster))
 	}
 	b := m.Base
 	d := func(t time.Duration) string { return t.String() }
-	return []reports.MatrixField{
+	return []result.MatrixField{
 		{Flag: "preset", Value: m.Preset},
 		{Flag: "backends/storages/fencing (rows)", Value: strings.Join(rows, "; ")},
 		{Flag: "faults", Value: strings.Join(m.Faults, ",")},
@@ -73,7 +73,7 @@ func (m *Matrix) Definition() []reports.MatrixField {
 }
 
 // Fingerprint names a matrix by its Definition: "sha256:<hex>".
-func Fingerprint(def []reports.MatrixField) string {
+func Fingerprint(def []result.MatrixField) string {
 	h := sha256.New()
 	for _, f := range def {
 		fmt.Fprintf(h, "%s=%q\n", f.Flag, f.Value)
@@ -83,15 +83,15 @@ func Fingerprint(def []reports.MatrixField) string {
 
 // Pairs are every (cell, run) pair of m that runs, in the matrix's
 // order: row by row, fault by fault, run by run.
-func (m *Matrix) Pairs() []reports.ComparePair {
-	var out []reports.ComparePair
+func (m *Matrix) Pairs() []result.ComparePair {
+	var out []result.ComparePair
 	for i, r := range m.Rows {
 		for _, f := range m.Faults {
 			if m.Applicable(r, f) != "" {
 				continue
 			}
 			for k := range m.Runs {
-				out = append(out, reports.ComparePair{Row: i, Fault: f, Run: k})
+				out = append(out, result.ComparePair{Row: i, Fault: f, Run: k})
 			}
 		}
 	}
@@ -117,7 +117,7 @@ func expectedDuration(cluster registry.Cluster, timeLimit time.Duration) time.Du
 // per pair. It depends only on the pairs, their costs and n, so every
 // machine cuts a matrix the same way; no shard ends more than one pair's
 // cost behind another.
-func Slice(pairs []reports.ComparePair, cost func(reports.ComparePair) time.Duration, n int) []int {
+func Slice(pairs []result.ComparePair, cost func(result.ComparePair) time.Duration, n int) []int {
 	order := make([]int, len(pairs))
 	for i := range order {
 		order[i] = i
@@ -139,17 +139,17 @@ func Slice(pairs []reports.ComparePair, cost func(reports.ComparePair) time.Dura
 }
 
 // ShardPairs are the pairs of m that shard s runs, in the matrix's order.
-func (m *Matrix) ShardPairs(s Shard) []reports.ComparePair {
+func (m *Matrix) ShardPairs(s Shard) []result.ComparePair {
 	pairs := m.Pairs()
 	return pickShard(pairs, Slice(pairs, m.cost, s.N), s)
 }
 
-func (m *Matrix) cost(p reports.ComparePair) time.Duration {
+func (m *Matrix) cost(p result.ComparePair) time.Duration {
 	return expectedDuration(m.Rows[p.Row].Cluster, m.TimeLimit)
 }
 
-func pickShard(pairs []reports.ComparePair, assigned []int, s Shard) []reports.ComparePair {
-	var out []reports.ComparePair
+func pickShard(pairs []result.ComparePair, assigned []int, s Shard) []result.ComparePair {
+	var out []result.ComparePair
 	for i, p := range pairs {
 		if assigned[i] == s.I-1 {
 			out = append(out, p)
@@ -159,8 +159,8 @@ func pickShard(pairs []reports.ComparePair, assigned []int, s Shard) []reports.C
 }
 
 // shardInfo is what a shard's compare.json says about it before it runs.
-func (m *Matrix) shardInfo(s Shard) *reports.CompareShard {
+func (m *Matrix) shardInfo(s Shard) *result.CompareShard {
 	def := m.Definition()
-	return &reports.CompareShard{Index: s.I, Count: s.N, Matrix: Fingerprint(def), Definition: def,
-		Pairs: m.ShardPairs(s), Held: []reports.ComparePair{}}
+	return &result.CompareShard{Index: s.I, Count: s.N, Matrix: Fingerprint(def), Definition: def,
+		Pairs: m.ShardPairs(s), Held: []result.ComparePair{}}
 }

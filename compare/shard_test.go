@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -53,7 +54,7 @@ func TestSliceCoversEveryPairOnceDeterministicallyAndBalanced(t *testing.T) {
 			longest = max(longest, m.cost(p))
 		}
 		for n := 1; n <= 9; n++ {
-			seen := map[reports.ComparePair]int{}
+			seen := map[result.ComparePair]int{}
 			var loads []time.Duration
 			for i := 1; i <= n; i++ {
 				got := m.ShardPairs(Shard{i, n})
@@ -81,8 +82,8 @@ func TestSliceCoversEveryPairOnceDeterministicallyAndBalanced(t *testing.T) {
 		}
 	}
 	// Mixed costs: Docker runs are spread before in-process ones fill the gaps.
-	pairs := []reports.ComparePair{{Run: 0}, {Run: 1}, {Run: 2}, {Run: 3}, {Run: 4}}
-	cost := func(p reports.ComparePair) time.Duration { return []time.Duration{1, 5, 1, 5, 2}[p.Run] }
+	pairs := []result.ComparePair{{Run: 0}, {Run: 1}, {Run: 2}, {Run: 3}, {Run: 4}}
+	cost := func(p result.ComparePair) time.Duration { return []time.Duration{1, 5, 1, 5, 2}[p.Run] }
 	if got := Slice(pairs, cost, 2); !slices.Equal(got, []int{1, 0, 1, 1, 0}) {
 		t.Errorf("Slice = %v", got)
 	}
@@ -120,7 +121,7 @@ func TestMergeRefusesShardsThatDoNotFit(t *testing.T) {
 	emptyShard(t, shardSpec(2*time.Second), Shard{2, 4}, dir("a2of4"))
 	emptyShard(t, shardSpec(2*time.Second), Shard{2, 3}, dir("a2again"))
 	m, _ := Expand(shardSpec(2 * time.Second))
-	if err := reports.WriteComparison(dir("whole"), &reports.Comparison{Faults: m.Faults}); err != nil {
+	if err := reports.WriteComparison(dir("whole"), &result.Comparison{Faults: m.Faults}); err != nil {
 		t.Fatal(err)
 	}
 	out := dir("merged")
@@ -171,9 +172,9 @@ func TestMergeOfACutComparisonIsTheComparison(t *testing.T) {
 			row := r
 			row.Cells = nil
 			for _, cell := range r.Cells {
-				var runs []reports.CompareRun
+				var runs []result.CompareRun
 				for k, run := range cell.Runs {
-					p := reports.ComparePair{Row: ri, Fault: cell.Fault, Run: k}
+					p := result.ComparePair{Row: ri, Fault: cell.Fault, Run: k}
 					if slices.Contains(part.Shard.Pairs, p) {
 						run.Dir = "../../whole/" + run.Dir // the shards sit in shard/<i>/
 						runs = append(runs, run)
@@ -219,7 +220,7 @@ func TestMergeOfACutComparisonIsTheComparison(t *testing.T) {
 
 // cellsEqual compares two cells number for number, their runs' wall
 // times aside.
-func cellsEqual(a, b reports.CompareCell) bool {
+func cellsEqual(a, b result.CompareCell) bool {
 	eqf := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	if a.Fault != b.Fault || a.NotApplicable != b.NotApplicable || !maps.Equal(a.Verdicts, b.Verdicts) ||
 		!eqf(a.MedianFirstViolationS, b.MedianFirstViolationS) || a.AcquiresPerS != b.AcquiresPerS ||
@@ -269,7 +270,7 @@ func TestShardedMemoryComparisonMergesToTheSingleOne(t *testing.T) {
 		if ExitCode(c) != 0 || len(c.Shard.Held) != len(c.Shard.Pairs) || !slices.Equal(c.Shard.Pairs, m.ShardPairs(Shard{i, 3})) {
 			t.Fatalf("shard %d/3: exit %d, held %v of %v", i, ExitCode(c), c.Shard.Held, c.Shard.Pairs)
 		}
-		back, err := reports.ReadComparison(filepath.Join(d, "compare.json"))
+		back, err := result.ReadComparison(filepath.Join(d, "compare.json"))
 		if err != nil || back.Shard == nil || back.Shard.Matrix != Fingerprint(m.Definition()) || back.Shard.String() != (Shard{i, 3}).String() {
 			t.Fatalf("shard %d/3's compare.json: %v %+v", i, err, back)
 		}
@@ -290,7 +291,7 @@ func TestShardedMemoryComparisonMergesToTheSingleOne(t *testing.T) {
 	md, _ := os.ReadFile(filepath.Join(out, "compare.md"))
 	for _, p := range lost {
 		r := m.Rows[p.Row]
-		line := reports.CompareMissing{Shard: "3/3", Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Fault: p.Fault, Run: p.Run + 1}.String()
+		line := result.CompareMissing{Shard: "3/3", Backend: r.Backend, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Fault: p.Fault, Run: p.Run + 1}.String()
 		if !strings.Contains(string(page), line) || !strings.Contains(string(md), line) {
 			t.Errorf("the pages do not name the missing run %q", line)
 		}

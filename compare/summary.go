@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -15,8 +16,8 @@ import (
 // AggregateCell summarizes a cell's runs: verdict counts, the median time
 // to the first violation, acquisitions per second and the share of
 // acquisitions that succeeded.
-func AggregateCell(fault string, runs []reports.CompareRun) reports.CompareCell {
-	c := reports.CompareCell{Fault: fault, Verdicts: map[string]int{}, Runs: runs}
+func AggregateCell(fault string, runs []result.CompareRun) result.CompareCell {
+	c := result.CompareCell{Fault: fault, Verdicts: map[string]int{}, Runs: runs}
 	var firsts []float64
 	var ok, all, rated int
 	var rate float64
@@ -100,8 +101,8 @@ func FirstViolation(res models.Result, ops []history.Op) (time.Duration, bool) {
 // the lost share from the ops the run recorded (as results.json has them),
 // the first violation from the verdict's culprits. Everything comes from
 // the outcome in memory; the run's directory is only linked.
-func summarizeRun(cfg harness.Config, root string, out *harness.Outcome, runErr error, took time.Duration) reports.CompareRun {
-	r := reports.CompareRun{Seed: cfg.Seed, TimeLimitS: cfg.TimeLimit.Seconds(), DurationS: took.Seconds(), Verdict: "error"}
+func summarizeRun(cfg harness.Config, root string, out *harness.Outcome, runErr error, took time.Duration) result.CompareRun {
+	r := result.CompareRun{Seed: cfg.Seed, TimeLimitS: cfg.TimeLimit.Seconds(), DurationS: took.Seconds(), Verdict: result.Error}
 	if out != nil {
 		if rel, err := filepath.Rel(root, out.Dir); err == nil && out.Dir != "" {
 			r.Dir = filepath.ToSlash(rel)

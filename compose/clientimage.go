@@ -139,33 +139,73 @@ func writeClientContext(w io.Writer, nodeImage string, m clientdir.Manifest, fil
 // goBuild compiles the client's go_build package with the host's Go
 // toolchain, static, for the containers.
 func goBuild(ctx context.Context, c *clientdir.Client, goarch string, progress io.Writer) ([]byte, error) {
+	pkg := "./" + strings.TrimPrefix(filepath.ToSlash(c.Manifest.GoBuild), "./")
+	fmt.Fprintf(progress, "compose: compiling client %s (go build %s in %s, linux/%s, CGO_ENABLED=0)\n", c.Manifest.Name, pkg, c.Dir, archOrAmd64(goarch))
+	b, err := staticGoBuild(ctx, staticBuild{Dir: c.Dir, Pkg: pkg, Name: c.Manifest.Name, GoArch: goarch,
+		GoFlags: "-buildvcs=false"}, progress)
+	var noGo *noToolchainError
+	switch {
+	case errors.As(err, &noGo):
+		return nil, fmt.Errorf("client %s: go_build needs the Go toolchain, and `go` is not on PATH", c.Manifest.Name)
+	case err != nil:
+		return nil, fmt.Errorf("client %s: go build %s in %s: %w", c.Manifest.Name, pkg, c.Dir, err)
+	}
+	return b, nil
+}
+
+// staticBuild is one static Go build for the containers: package Pkg in
+// Dir, for linux/GoArch (amd64 when empty), with CGO_ENABLED=0.
+type staticBuild struct {
+	Dir, Pkg, Name, GoArch string
+	// LdFlags and GoFlags are passed on as -ldflags and GOFLAGS; Env is
+	// added to the environment.
+	LdFlags, GoFlags string
+	Env              []string
+}
+
+// noToolchainError: `go` is not on PATH.
+type noToolchainError struct{}
+
+func (*noToolchainError) Error() string { return "the Go toolchain is not on PATH" }
+
+func archOrAmd64(goarch string) string {
+	if goarch == "" {
+		return "amd64"
+	}
+	return goarch
+}
+
+// staticGoBuild runs b with the host's Go toolchain and returns the
+// binary. Its output goes to progress; a failed build's error carries
+// what it wrote to stderr.
+func staticGoBuild(ctx context.Context, b staticBuild, progress io.Writer) ([]byte, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return nil, fmt.Errorf("client %s: go_build needs the Go toolchain, and `go` is not on PATH", c.Manifest.Name)
+		return nil, &noToolchainError{}
 	}
-	if goarch == "" {
-		goarch = "amd64"
-	}
-	dir, err := os.MkdirTemp("", "fencecheck-client-")
+	tmp, err := os.MkdirTemp("", "fencecheck-build-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	out := filepath.Join(dir, c.Manifest.Name)
-	pkg := "./" + strings.TrimPrefix(filepath.ToSlash(c.Manifest.GoBuild), "./")
-	fmt.Fprintf(progress, "compose: compiling client %s (go build %s in %s, linux/%s, CGO_ENABLED=0)\n", c.Manifest.Name, pkg, c.Dir, goarch)
-	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = c.Dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch, "GOFLAGS=-buildvcs=false")
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, b.Name)
+	args := []string{"build", "-trimpath"}
+	if b.LdFlags != "" {
+		args = append(args, "-ldflags="+b.LdFlags)
+	}
+	cmd := exec.CommandContext(ctx, gobin, append(args, "-o", out, b.Pkg)...)
+	cmd.Dir = b.Dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+archOrAmd64(b.GoArch), "GOFLAGS="+b.GoFlags)
+	cmd.Env = append(cmd.Env, b.Env...)
 	var stderr strings.Builder
 	cmd.Stdout = progress
 	cmd.Stderr = io.MultiWriter(progress, &stderr)
 	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("client %s: go build %s in %s: %v\n%s", c.Manifest.Name, pkg, c.Dir, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("%v\n%s", err, strings.TrimSpace(stderr.String()))
 	}
-	b, err := os.ReadFile(out)
+	bin, err := os.ReadFile(out)
 	if err != nil {
-		return nil, errors.New("client " + c.Manifest.Name + ": go build left no binary")
+		return nil, errors.New("go build left no binary")
 	}
-	return b, nil
+	return bin, nil
 }

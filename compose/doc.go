@@ -8,9 +8,12 @@
 // API, and nothing may assume the engine is local — no socket path, no
 // /var/lib/docker, no dialling a container's address. For ssh:// the
 // connection itself is `ssh host docker system dial-stdio`, the docker
-// command running on the remote host as the transport. It knows nothing of locks, servers or faults: it
-// creates containers that run `sleep infinity`, and other packages start the
-// servers in them with Exec. It must never pull an image from a registry, and
+// command running on the remote host as the transport.
+//
+// It knows nothing of locks or faults and starts no server: the node image
+// it builds carries the servers' packages and compiles the etcd 3.6
+// wrapper (image.go, etcd36/), but its containers run `sleep infinity`,
+// and the backends start the servers in them with Exec. It must never pull an image from a registry, and
 // every object it creates carries the labels fencecheck=1 and
 // fencecheck.test=<test id> so that List and DownAll can find what a crashed
 // run left behind.

@@ -13,7 +13,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -299,13 +298,6 @@ func readMessages(r io.Reader, progress io.Writer) error {
 // buildEtcd36 compiles the etcd 3.6 wrapper (etcd36Files) with the host's Go
 // toolchain into a static binary for goarch and returns it.
 func buildEtcd36(ctx context.Context, goarch string, progress io.Writer) ([]byte, error) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, errors.New("building etcd 3.6 needs the Go toolchain, and `go` is not on PATH")
-	}
-	if goarch == "" {
-		goarch = "amd64"
-	}
 	dir, err := os.MkdirTemp("", "fencecheck-etcd36-")
 	if err != nil {
 		return nil, err
@@ -316,22 +308,16 @@ func buildEtcd36(ctx context.Context, goarch string, progress io.Writer) ([]byte
 			return nil, err
 		}
 	}
-	out := filepath.Join(dir, etcd36Binary)
-	fmt.Fprintf(progress, "compose: compiling etcd 3.6 (linux/%s, CGO_ENABLED=0)\n", goarch)
+	fmt.Fprintf(progress, "compose: compiling etcd 3.6 (linux/%s, CGO_ENABLED=0)\n", archOrAmd64(goarch))
 	start := time.Now()
-	cmd := exec.CommandContext(ctx, gobin, "build", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goarch,
-		"GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
-	cmd.Stdout = progress
-	cmd.Stderr = progress
-	if err := cmd.Run(); err != nil {
+	b, err := staticGoBuild(ctx, staticBuild{Dir: dir, Pkg: ".", Name: etcd36Binary, GoArch: goarch,
+		LdFlags: "-s -w", GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}}, progress)
+	var noGo *noToolchainError
+	switch {
+	case errors.As(err, &noGo):
+		return nil, errors.New("building etcd 3.6 needs the Go toolchain, and `go` is not on PATH")
+	case err != nil:
 		return nil, fmt.Errorf("compiling etcd 3.6 (go build in a copy of compose/etcd36): %w", err)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return nil, err
 	}
 	fmt.Fprintf(progress, "compose: compiled etcd 3.6 in %s (%.0f MB)\n", time.Since(start).Round(time.Second), float64(len(b))/1e6)
 	return b, nil

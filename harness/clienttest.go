@@ -18,6 +18,7 @@ import (
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // ClientTest is `check client-test`: it starts a small real cluster of
@@ -40,7 +41,7 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 		cfg.LeaseTTL = 2 * time.Second
 	}
 	if cfg.Store == "" {
-		cfg.Store = "store" // checked, never written
+		cfg.Store = runstore.DefaultRoot // checked, never written
 	}
 	cfg.Defaults()
 	if cfg.Name == "" || strings.HasPrefix(cfg.Name, cfg.Backend) {
@@ -53,10 +54,10 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	if err != nil {
 		return 0, err
 	}
-	cfg.testID = "ct-" + testID(&cfg, time.Now())
+	st := &runState{testID: "ct-" + testID(&cfg, time.Now())}
 	logf := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
 	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", cfg.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
-	sys, err := openDocker(ctx, &cfg, dir, logf, out)
+	sys, err := openDocker(ctx, &cfg, st, dir, logf, out)
 	if err != nil {
 		os.RemoveAll(dir)
 		return 0, err
@@ -138,70 +139,105 @@ func outcome(err error) string {
 	return fmt.Sprintf("%s %q", typ, text)
 }
 
-func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
-	opCtx := func(d time.Duration) (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, d) }
-	long := 10 * time.Second
-	var first, second *agent.Remote
-	open := func(slot, process int) (*agent.Remote, string) {
-		c, err := sys.NewClient(withProcess(ctx, process), slot)
-		if err != nil {
-			return nil, err.Error()
-		}
-		return c.(*agent.Remote), ""
+// clientTestLong bounds each op of the client test but the deadline
+// check's.
+const clientTestLong = 10 * time.Second
+
+// clientSession is the client test going on: the two processes it starts
+// and what the first learned.
+type clientSession struct {
+	ctx           context.Context
+	sys           *dockerSystem
+	first, second *agent.Remote
+	// held: the first process holds the lock on key, with token; value is
+	// what it read.
+	held  bool
+	token uint64
+	value int64
+}
+
+// clientTestKey is the one key the client test uses.
+const clientTestKey = "k0"
+
+func (s *clientSession) opCtx(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, d)
+}
+
+// open starts a client process in slot.
+func (s *clientSession) open(slot, process int) (*agent.Remote, string) {
+	c, err := s.sys.NewClient(withProcess(s.ctx, process), slot)
+	if err != nil {
+		return nil, err.Error()
 	}
+	return c.(*agent.Remote), ""
+}
+
+func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
+	s := &clientSession{ctx: ctx, sys: sys}
 	defer func() {
-		for _, r := range []*agent.Remote{first, second} {
+		for _, r := range []*agent.Remote{s.first, s.second} {
 			if r != nil {
 				r.Close()
 			}
 		}
 	}()
 	if !t.check("ready: the client answers init with ready", func() (p string) {
-		first, p = open(1, 0)
+		s.first, p = s.open(1, 0)
 		return p
 	}) {
 		return
 	}
-	if first.SharedClock() {
+	if s.first.SharedClock() {
 		fmt.Fprintln(t.out, "        (it answers clock: its CLOCK_MONOTONIC readings are used)")
 	} else {
 		fmt.Fprintln(t.out, "        (it does not answer clock with the shared clock: its readings are not used; that is allowed)")
 	}
-	var token uint64
-	const key = "k0"
-	held := t.check("acquire: ok, with a token (0 if the recipe has none)", func() string {
-		c, cancel := opCtx(long)
+	t.oneProcess(s)
+	if !t.check("a second process starts (ready) in the other container", func() (p string) {
+		s.second, p = s.open(2, 1)
+		return p
+	}) {
+		return
+	}
+	t.twoProcesses(s)
+}
+
+// oneProcess checks the first process's ops alone: acquire, read, a write
+// with its checkpoint, the read after it, and an op it does not know.
+func (t *clientTest) oneProcess(s *clientSession) {
+	const key = clientTestKey
+	s.held = t.check("acquire: ok, with a token (0 if the recipe has none)", func() string {
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
-		tok, err := first.Acquire(c, key)
+		tok, err := s.first.Acquire(c, key)
 		if err != nil {
 			return "want ok, got " + outcome(err)
 		}
-		token = tok
+		s.token = tok
 		return ""
 	})
-	var value int64
 	t.check("read: ok, with the storage's value", func() string {
-		if !held {
+		if !s.held {
 			return "skipped: no lock"
 		}
-		c, cancel := opCtx(long)
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
-		v, err := first.Read(c, key, token)
+		v, err := s.first.Read(c, key, s.token)
 		if err != nil {
 			return "want ok, got " + outcome(err)
 		}
-		value = v
+		s.value = v
 		return ""
 	})
 	t.check(`write with "stop": the checkpoint "write-checked", then ok after continue`, func() string {
-		if !held {
+		if !s.held {
 			return "skipped: no lock"
 		}
 		var names []string
-		c, cancel := opCtx(long)
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
 		c = backends.WithFailpoint(c, func(name string) { names = append(names, name) })
-		err := first.Write(c, key, token, value, value+1)
+		err := s.first.Write(c, key, s.token, s.value, s.value+1)
 		switch {
 		case err != nil:
 			return "want ok, got " + outcome(err)
@@ -211,21 +247,21 @@ func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
 		return ""
 	})
 	t.check("read after the write: the value written", func() string {
-		if !held {
+		if !s.held {
 			return "skipped: no lock"
 		}
-		c, cancel := opCtx(long)
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
-		v, err := first.Read(c, key, token)
-		if err != nil || v != value+1 {
-			return fmt.Sprintf("want ok with value %d, got %s value %d", value+1, outcome(err), v)
+		v, err := s.first.Read(c, key, s.token)
+		if err != nil || v != s.value+1 {
+			return fmt.Sprintf("want ok with value %d, got %s value %d", s.value+1, outcome(err), v)
 		}
 		return ""
 	})
 	t.check("unknown op: answered fail", func() string {
-		c, cancel := opCtx(long)
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
-		ans, err := first.Call(c, lockclient.Request{F: "cas", Key: key})
+		ans, err := s.first.Call(c, lockclient.Request{F: "cas", Key: key})
 		if err != nil {
 			return "want fail, got " + outcome(err)
 		}
@@ -234,21 +270,21 @@ func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
 		}
 		return ""
 	})
-	if !t.check("a second process starts (ready) in the other container", func() (p string) {
-		second, p = open(2, 1)
-		return p
-	}) {
-		return
-	}
+}
+
+// twoProcesses checks the two processes against each other: the second
+// cannot take a lock the first holds, and gets it once released.
+func (t *clientTest) twoProcesses(s *clientSession) {
+	const key = clientTestKey
 	t.check("deadline: the second process's acquire while the first holds the lock answers fail or info within its timeout, never ok", func() string {
-		if !held {
+		if !s.held {
 			return "skipped: the first process holds no lock"
 		}
 		d := 1500 * time.Millisecond
-		c, cancel := opCtx(d)
+		c, cancel := s.opCtx(d)
 		defer cancel()
 		start := time.Now()
-		_, err := second.Acquire(c, key)
+		_, err := s.second.Acquire(c, key)
 		switch {
 		case err == nil:
 			return "it answered ok: two processes hold the lock at once"
@@ -257,42 +293,42 @@ func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
 				d-d/10, time.Since(start).Round(time.Millisecond), err)
 		}
 		if typ, _ := backends.Outcome(err); typ == history.Info {
-			second.Close() // unknown: retired, as a run retires it
+			s.second.Close() // unknown: retired, as a run retires it
 		}
 		return ""
 	})
 	t.check("release: ok", func() string {
-		if !held {
+		if !s.held {
 			return "skipped: no lock"
 		}
-		c, cancel := opCtx(long)
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
-		if err := first.Release(c, key); err != nil {
+		if err := s.first.Release(c, key); err != nil {
 			return "want ok, got " + outcome(err)
 		}
 		return ""
 	})
 	t.check("after the release the second process gets the lock", func() string {
-		c, cancel := opCtx(long)
+		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()
-		r := second
+		r := s.second
 		if r.Retired() {
 			// The deadline check retired it (an info answer): a new
 			// process takes its place, as in a run.
 			var p string
-			if r, p = open(2, 3); p != "" {
+			if r, p = s.open(2, 3); p != "" {
 				return p
 			}
-			second = r
+			s.second = r
 		}
 		tok, err := r.Acquire(c, key)
 		if err != nil {
 			return "want ok, got " + outcome(err)
 		}
-		if token > 0 && tok <= token {
-			return fmt.Sprintf("the fencing token went from %d to %d: a later holder's token must be higher", token, tok)
+		if s.token > 0 && tok <= s.token {
+			return fmt.Sprintf("the fencing token went from %d to %d: a later holder's token must be higher", s.token, tok)
 		}
-		rc, cancel2 := opCtx(long)
+		rc, cancel2 := s.opCtx(clientTestLong)
 		defer cancel2()
 		if err := r.Release(rc, key); err != nil {
 			return "its release: want ok, got " + outcome(err)

@@ -1,7 +1,9 @@
 // Package harness runs a test: it sets up the system under test, drives
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
-// history to the checker and the reports. It owns time, phases and the
+// history to the checker and the reports. Config is what the user asked;
+// Run makes a run value (run.go) whose methods are the phases and which
+// holds what the run learns on the way. It owns time, phases and the
 // recorder; it never judges a history itself, and never names a backend or
 // a fault: what a backend accepts and how it is set up, it asks
 // backends/registry; which faults exist, what they need and how they are
@@ -19,7 +21,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
-	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -94,49 +96,12 @@ type Config struct {
 	mode fenced.Mode
 	// client is ClientDir loaded; Validate sets it.
 	client *clientdir.Client
-
-	// testID labels a Docker run's objects; Run sets it (tests may
-	// choose it).
-	testID string
-	// clusterAsked is set once the Docker daemon has been asked to create
-	// the cluster: before that nothing of testID can exist, and there is
-	// nothing left behind to look for.
-	clusterAsked bool
-	// phaseHook, when a test sets it, is called at the start of each phase
-	// of Run: setup, image, cluster, servers (Docker only), workload, heal,
-	// final reads, teardown, check, report. Tests use it to interrupt a
-	// run exactly there; the CLI never sets it.
-	phaseHook func(phase string)
-	// live is the check that runs with the workload (live.go).
-	live *liveCheck
-}
-
-// phase marks the start of a phase of Run.
-func (c *Config) phase(name string) {
-	if c.phaseHook != nil {
-		c.phaseHook(name)
-	}
 }
 
 // UsageError is bad input: it names the flag, what was wrong and what is
 // accepted. The CLI exits 254 on it. It is the registry's FlagError, so a
 // backend refusing its own flag's value is bad input as well.
 type UsageError = registry.FlagError
-
-func usage(flag, format string, args ...any) error { return registry.Flagf(flag, format, args...) }
-
-// backendInfo asks the registry about a backend: each backend describes
-// itself there (backends/registry), so adding one touches no code here.
-func backendInfo(name string) (registry.Info, bool) { return registry.Lookup(name) }
-
-func names() []string { return registry.Names() }
-
-// shared reports whether storage is one every backend can guard (the
-// fenced node, a PostgreSQL row), not a backend's own.
-func shared(storage string) bool {
-	_, ok := registry.Storage(storage)
-	return ok
-}
 
 // FencingMode is what the shared storage checks tokens on, as Validate
 // parsed it.
@@ -150,7 +115,7 @@ func (c *Config) setup(testID string) registry.Setup {
 
 // Defaults fills what was left empty with the backend's defaults.
 func (c *Config) Defaults() {
-	if b, ok := backendInfo(c.Backend); ok {
+	if b, ok := registry.Lookup(c.Backend); ok {
 		if c.Recipe == "" {
 			c.Recipe = b.Recipes[0]
 		}
@@ -182,7 +147,7 @@ func (c *Config) Defaults() {
 	}
 	if c.Name == "" {
 		storage := c.Storage
-		if shared(c.Storage) {
+		if registry.IsSharedStorage(c.Storage) {
 			storage += "-" + c.Fencing
 		}
 		recipe := c.Recipe
@@ -200,37 +165,37 @@ func (c *Config) Defaults() {
 
 // Validate checks every field up front and names the flag at fault.
 func (c *Config) Validate() error {
-	b, ok := backendInfo(c.Backend)
+	b, ok := registry.Lookup(c.Backend)
 	if !ok {
-		return usage("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(names(), ", "))
+		return registry.Flagf("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(registry.Names(), ", "))
 	}
 	if err := c.checkClient(b); err != nil {
 		return err
 	}
 	if !slices.Contains(b.Recipes, c.Recipe) {
-		return usage("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
+		return registry.Flagf("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
 	}
-	shared := shared(c.Storage)
+	shared := registry.IsSharedStorage(c.Storage)
 	if !shared && !slices.Contains(b.Storages, c.Storage) {
 		accepted := append(registry.SharedStorages(), b.Storages...)
-		return usage("storage", "backend %s cannot use storage %q (accepted: %s; a backend's own storage, such as etcd, needs that backend)", c.Backend, c.Storage, strings.Join(accepted, ", "))
+		return registry.Flagf("storage", "backend %s cannot use storage %q (accepted: %s; a backend's own storage, such as etcd, needs that backend)", c.Backend, c.Storage, strings.Join(accepted, ", "))
 	}
 	if !shared && c.Fencing != "none" {
-		return usage("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(registry.SharedStorages(), ", "))
+		return registry.Flagf("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(registry.SharedStorages(), ", "))
 	}
 	if shared && c.Cluster == registry.ClusterInProcess && c.Storage != registry.DefaultStorage {
-		return usage("storage", "storage %s needs --cluster docker", c.Storage)
+		return registry.Flagf("storage", "storage %s needs --cluster docker", c.Storage)
 	}
 	if !slices.Contains(b.Clusters, c.Cluster) {
-		return usage("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, joinClusters(b.Clusters))
+		return registry.Flagf("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, joinClusters(b.Clusters))
 	}
 	defaultVersion := c.ServerVersion == "" || c.ServerVersion == registry.DefaultVersion
 	if len(b.Versions) > 0 && !defaultVersion && !slices.Contains(b.Versions, c.ServerVersion) {
-		return usage("server-version", "backend %s has no server version %q (accepted: %s, or %s for %s)", c.Backend, c.ServerVersion,
+		return registry.Flagf("server-version", "backend %s has no server version %q (accepted: %s, or %s for %s)", c.Backend, c.ServerVersion,
 			strings.Join(b.Versions, ", "), registry.DefaultVersion, b.Versions[0])
 	}
 	if len(b.Versions) == 0 && !defaultVersion {
-		return usage("server-version", "backend %s has one server build (%s); drop the flag", c.Backend, cmp.Or(b.Builds[registry.DefaultVersion], registry.DefaultVersion))
+		return registry.Flagf("server-version", "backend %s has one server build (%s); drop the flag", c.Backend, cmp.Or(b.Builds[registry.DefaultVersion], registry.DefaultVersion))
 	}
 	if err := c.checkNodes(b); err != nil {
 		return err
@@ -240,57 +205,57 @@ func (c *Config) Validate() error {
 	}
 	mode, err := fenced.ParseMode(c.Fencing)
 	if err != nil {
-		return usage("fencing", "%v", err)
+		return registry.Flagf("fencing", "%v", err)
 	}
 	c.mode = mode
 	if err := c.checkFaults(b); err != nil {
 		return err
 	}
 	if c.Clients < 1 || c.Clients > 100 {
-		return usage("clients", "%d is out of range (accepted: 1 to 100)", c.Clients)
+		return registry.Flagf("clients", "%d is out of range (accepted: 1 to 100)", c.Clients)
 	}
 	if c.Keys < 1 || c.Keys > 1000 {
-		return usage("keys", "%d is out of range (accepted: 1 to 1000)", c.Keys)
+		return registry.Flagf("keys", "%d is out of range (accepted: 1 to 1000)", c.Keys)
 	}
 	if c.TimeLimit < time.Second || c.TimeLimit > 24*time.Hour {
-		return usage("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 30s)", c.TimeLimit)
+		return registry.Flagf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 30s)", c.TimeLimit)
 	}
 	if c.LeaseTTL < b.MinTTL || c.LeaseTTL > 10*time.Minute {
-		return usage("lease-ttl", "%s is out of range for %s (accepted: %s to 10m)", c.LeaseTTL, c.Backend, b.MinTTL)
+		return registry.Flagf("lease-ttl", "%s is out of range for %s (accepted: %s to 10m)", c.LeaseTTL, c.Backend, b.MinTTL)
 	}
 	if c.Work < 0 || c.Work > time.Minute {
-		return usage("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
+		return registry.Flagf("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
 	}
 	if c.Hold < 0 || c.Hold > time.Minute {
-		return usage("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
+		return registry.Flagf("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
 	}
 	if c.PauseDuration <= 0 {
-		return usage("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
+		return registry.Flagf("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
 	}
 	if c.Given["pause-duration"] && !nemesis.Injects(c.Nemesis) {
-		return usage("pause-duration", "--nemesis %s injects no faults, so nothing is paused or held; drop the flag, or add a fault to --nemesis", nemesis.None)
+		return registry.Flagf("pause-duration", "--nemesis %s injects no faults, so nothing is paused or held; drop the flag, or add a fault to --nemesis", nemesis.None)
 	}
 	if c.NemesisInterval < 100*time.Millisecond {
-		return usage("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
+		return registry.Flagf("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
 	}
 	if c.OpTimeout > 0 && c.OpTimeout <= c.PauseDuration {
-		return usage("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
+		return registry.Flagf("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
 	}
 	if c.CheckTimeout < time.Second {
-		return usage("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
+		return registry.Flagf("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
 	}
 	if c.CheckMemory < MinCheckMemory {
-		return usage("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", models.FormatBytes(c.CheckMemory), models.FormatBytes(MinCheckMemory))
+		return registry.Flagf("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", units.FormatBytes(c.CheckMemory), units.FormatBytes(MinCheckMemory))
 	}
 	if c.Cluster == registry.ClusterInProcess {
 		for _, flag := range []string{"keep-cluster", "agent-binary"} {
 			if c.Given[flag] {
-				return usage(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
+				return registry.Flagf(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
 			}
 		}
 	}
 	if c.Store == "" {
-		return usage("store", "must name a directory")
+		return registry.Flagf("store", "must name a directory")
 	}
 	return checkName(c.Name)
 }
@@ -306,17 +271,17 @@ func (c *Config) checkClient(b registry.Info) error {
 	}
 	switch {
 	case b.ClosedToClients != "":
-		return usage("client", "%s; test your client against a real service: --backend %s", b.ClosedToClients, registry.OrList(registry.OpenToClients()))
+		return registry.Flagf("client", "%s; test your client against a real service: --backend %s", b.ClosedToClients, registry.OrList(registry.OpenToClients()))
 	case c.Cluster == registry.ClusterInProcess:
-		return usage("client", "an in-process run has no servers your client could speak to; test your client on --cluster docker against a real service: --backend %s", registry.OrList(registry.OpenToClients()))
+		return registry.Flagf("client", "an in-process run has no servers your client could speak to; test your client on --cluster docker against a real service: --backend %s", registry.OrList(registry.OpenToClients()))
 	case c.Given["recipe"]:
-		return usage("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
+		return registry.Flagf("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
-		return usage("storage", "with --client the resource is the fenced storage node (%s), whose HTTP API docs/client-protocol.md documents; storage %s is reached only through fencecheck's own recipes. Drop --storage", registry.DefaultStorage, c.Storage)
+		return registry.Flagf("storage", "with --client the resource is the fenced storage node (%s), whose HTTP API docs/client-protocol.md documents; storage %s is reached only through fencecheck's own recipes. Drop --storage", registry.DefaultStorage, c.Storage)
 	}
 	cl, err := clientdir.Load(c.ClientDir)
 	if err != nil {
-		return usage("client", "%v", err)
+		return registry.Flagf("client", "%v", err)
 	}
 	c.client = cl
 	return nil
@@ -333,9 +298,9 @@ func (c *Config) Client() *clientdir.Client { return c.client }
 // *UsageError.
 func (c Config) Servers() (int, error) {
 	c.Defaults()
-	b, ok := backendInfo(c.Backend)
+	b, ok := registry.Lookup(c.Backend)
 	if !ok {
-		return 0, usage("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(names(), ", "))
+		return 0, registry.Flagf("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(registry.Names(), ", "))
 	}
 	if len(b.Nodes) > 0 {
 		return c.Nodes, nil
@@ -360,12 +325,12 @@ func (c *Config) checkNodes(b registry.Info) error {
 			return nil
 		}
 		if b.FixedNodes != "" {
-			return usage("nodes", "%s", b.FixedNodes)
+			return registry.Flagf("nodes", "%s", b.FixedNodes)
 		}
-		return usage("nodes", "backend %s runs one server; drop the flag", c.Backend)
+		return registry.Flagf("nodes", "backend %s runs one server; drop the flag", c.Backend)
 	}
 	if (c.Cluster == registry.ClusterDocker || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
-		return usage("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
+		return registry.Flagf("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
 	}
 	return nil
 }
@@ -380,14 +345,14 @@ func (c *Config) checkOptions(b registry.Info) error {
 		if _, ok := b.Option(flag); !ok && c.Options[flag] != "" {
 			owners := registry.OptionOwners(flag)
 			if len(owners) == 0 {
-				return usage(flag, "no backend in this build has this flag")
+				return registry.Flagf(flag, "no backend in this build has this flag")
 			}
-			return usage(flag, "applies to --backend %s only", strings.Join(owners, ", "))
+			return registry.Flagf(flag, "applies to --backend %s only", strings.Join(owners, ", "))
 		}
 	}
 	for _, o := range b.Options {
 		if err := o.Check(c.Options[o.Flag]); err != nil {
-			return usage(o.Flag, "%v", err)
+			return registry.Flagf(o.Flag, "%v", err)
 		}
 	}
 	return nil
@@ -420,9 +385,9 @@ func checkName(name string) error {
 	}
 	switch {
 	case bad:
-		return usage("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
+		return registry.Flagf("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
 	case name == runstore.Latest:
-		return usage("name", "latest is taken: store/latest points at the newest run; choose another name")
+		return registry.Flagf("name", "latest is taken: store/latest points at the newest run; choose another name")
 	}
 	return nil
 }

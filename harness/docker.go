@@ -25,6 +25,7 @@ import (
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // dockerSystem is the system under test in containers: the lock service's
@@ -96,12 +97,12 @@ func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) err
 	return nil
 }
 
-func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
-	b, _ := backendInfo(cfg.Backend)
+func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
+	b, _ := registry.Lookup(cfg.Backend)
 	if b.NewDB == nil {
 		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
 	}
-	id := cfg.testID
+	id := st.testID
 	if id == "" {
 		id = testID(cfg, time.Now())
 	}
@@ -121,7 +122,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		cli.Close()
 		return nil, err
 	}
-	cfg.phase("image")
+	st.phase("image")
 	image, err := compose.EnsureImage(ctx, cli, progress)
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
@@ -141,8 +142,8 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 	}
 	logf("cluster %s: %s, storage, %s (image %s)", id, words.Plural(servers, "server node"), words.Plural(cfg.Clients, "client"), image)
 	start := time.Now()
-	cfg.phase("cluster")
-	cfg.clusterAsked = true
+	st.phase("cluster")
+	st.clusterAsked = true
 	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage})
 	if err != nil {
 		return nil, err
@@ -152,7 +153,7 @@ func openDocker(ctx context.Context, cfg *Config, dir string, logf func(string, 
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
 	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, servers: nodes, image: image, clientImage: clientImage, logf: logf, dir: dir}
-	cfg.phase("servers")
+	st.phase("servers")
 	// A fault that must be in place when each server starts (the first
 	// time and after a kill) prepares the nodes now.
 	fenv := &nemesis.Env{Freezer: s.Freezer()}
@@ -319,8 +320,8 @@ func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 	if len(b) == 0 {
 		return
 	}
-	os.MkdirAll(filepath.Join(s.dir, "logs"), 0o755)
-	f, err := os.OpenFile(filepath.Join(s.dir, "logs", "agents.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	os.MkdirAll(filepath.Join(s.dir, runstore.LogsDir), 0o755)
+	f, err := os.OpenFile(filepath.Join(s.dir, runstore.LogsDir, runstore.AgentsLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
@@ -362,7 +363,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	for _, n := range s.cluster.Nodes {
 		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
 	}
-	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, "logs"), paths, stuck); err != nil {
+	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, runstore.LogsDir), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
 	if s.cfg.KeepCluster {

@@ -221,8 +221,8 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 	cfg.TimeLimit = 2 * time.Minute // only the daemon's going away ends it in time
 	cfg.NemesisInterval = time.Second
 	cfg.PauseDuration = 30 * time.Second
-	cfg.testID = uniqueTestID("memory")
-	id := cfg.testID
+	st := &runState{testID: uniqueTestID("memory")}
+	id := st.testID
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -230,7 +230,7 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 	})
 	var cutAt time.Time
 	var mu sync.Mutex
-	cfg.phaseHook = func(p string) {
+	st.phaseHook = func(p string) {
 		if p != "workload" {
 			return
 		}
@@ -254,7 +254,7 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 			proxy.Cut()
 		}()
 	}
-	out, runErr := Run(quiet(), cfg, testWriter{t})
+	out, runErr := runWith(quiet(), cfg, testWriter{t}, st)
 	mu.Lock()
 	after := time.Since(cutAt)
 	mu.Unlock()
@@ -324,20 +324,20 @@ func TestDockerUnansweredUnpauseEndsTheRunInBoundedTime(t *testing.T) {
 	cfg.Clients = 3
 	cfg.TimeLimit = 2 * time.Minute // only the unanswered heal ends it in time
 	cfg.NemesisInterval = time.Second
-	cfg.testID = uniqueTestID("memory")
-	id := cfg.testID
+	st := &runState{testID: uniqueTestID("memory")}
+	id := st.testID
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		compose.DownAll(ctx, cli, id) // resumes the held container first
 	})
-	cfg.phaseHook = func(p string) {
+	st.phaseHook = func(p string) {
 		if p == "workload" {
 			proxy.HoldUnpause()
 		}
 	}
 	began := time.Now()
-	out, runErr := Run(quiet(), cfg, testWriter{t})
+	out, runErr := runWith(quiet(), cfg, testWriter{t}, st)
 	ended := time.Now()
 	held, heldAt := proxy.Held()
 	if held == "" {

@@ -61,8 +61,8 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 			in := newInterrupter(at, 0, c.abort)
 			defer in.close()
 			testID := uniqueTestID("memory")
-			cfg.testID = testID
-			cfg.phaseHook = func(p string) {
+			st := &runState{testID: testID}
+			st.phaseHook = func(p string) {
 				if c.phase != "paused" || p != "workload" {
 					in.hook(p)
 					return
@@ -85,7 +85,7 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 				}()
 			}
 			began := time.Now()
-			out, runErr := Run(in.signals(), cfg, testWriter{t})
+			out, runErr := runWith(in.signals(), cfg, testWriter{t}, st)
 			took := time.Since(began)
 			if out == nil {
 				t.Fatalf("no outcome: %v", runErr)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
@@ -78,7 +79,7 @@ func checkServers(t *testing.T, cfg Config, out *Outcome) {
 		return
 	}
 	t.Logf("servers: %s", sv.Summary)
-	b, _ := backendInfo(cfg.Backend)
+	b, _ := registry.Lookup(cfg.Backend)
 	if !strings.HasPrefix(sv.Summary, b.Server+" ") {
 		t.Errorf("servers summary %q does not name %s", sv.Summary, b.Server)
 	}
@@ -168,7 +169,7 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
-		cfg.testID = uniqueTestID("memory")
+		st := &runState{testID: uniqueTestID("memory")}
 		stop, cancel := context.WithCancel(context.Background())
 		// Timed from the start of the phase, not of the run: setup takes
 		// longer on a loaded machine.
@@ -177,18 +178,18 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 			phase = "workload"
 			at -= 2 * time.Second
 		}
-		cfg.phaseHook = func(p string) {
+		st.phaseHook = func(p string) {
 			if p == phase {
 				time.AfterFunc(at, cancel)
 			}
 		}
-		out, err := Run(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t})
+		out, err := runWith(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t}, st)
 		cancel()
-		left, _ := compose.List(ctx, cli, cfg.testID)
+		left, _ := compose.List(ctx, cli, st.testID)
 		for _, l := range left {
 			t.Errorf("interrupt in the %s left behind: %s", phase, l)
 		}
-		compose.DownAll(ctx, cli, cfg.testID)
+		compose.DownAll(ctx, cli, st.testID)
 		cli.Close()
 		cancelList()
 		if phase == "setup" {

@@ -60,7 +60,7 @@ func derivedNames() map[string]bool {
 		for _, rc := range b.Recipes {
 			for _, st := range append(registry.SharedStorages(), b.Storages...) {
 				fencings := []string{"none", "writes", "all"}
-				if !shared(st) {
+				if !registry.IsSharedStorage(st) {
 					fencings = []string{"none"}
 				}
 				for _, f := range fencings {

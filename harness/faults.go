@@ -60,9 +60,9 @@ func faultUsage(err error) error {
 	var fe *nemesis.FlagError
 	switch {
 	case errors.As(err, &un):
-		return usage("nemesis", "%s", un.Msg)
+		return registry.Flagf("nemesis", "%s", un.Msg)
 	case errors.As(err, &fe):
-		return usage(fe.Flag, "%s", fe.Msg)
+		return registry.Flagf(fe.Flag, "%s", fe.Msg)
 	}
 	return err
 }
@@ -73,7 +73,7 @@ func faultUsage(err error) error {
 // else a *UsageError saying why not.
 func CheckFaults(cfg Config) error {
 	cfg.Defaults()
-	b, ok := backendInfo(cfg.Backend)
+	b, ok := registry.Lookup(cfg.Backend)
 	if !ok {
 		return nil
 	}
@@ -85,7 +85,7 @@ func CheckFaults(cfg Config) error {
 // inject every fault, as buildFaults will.
 func (c *Config) checkFaults(b registry.Info) error {
 	if err := nemesis.CheckNames(c.Nemesis); err != nil {
-		return usage("nemesis", "%v", err)
+		return registry.Flagf("nemesis", "%v", err)
 	}
 	docker := c.Cluster == registry.ClusterDocker
 	servers := 0

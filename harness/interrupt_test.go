@@ -228,9 +228,8 @@ func TestInterruptAtEveryPhaseInProcess(t *testing.T) {
 			cfg.NemesisInterval = 200 * time.Millisecond
 			in := newInterrupter(c.phase, c.delay, c.abort)
 			defer in.close()
-			cfg.phaseHook = in.hook
 			began := time.Now()
-			out, err := Run(in.signals(), cfg, nil)
+			out, err := runWith(in.signals(), cfg, nil, &runState{phaseHook: in.hook})
 			took := time.Since(began)
 			if took > 15*time.Second {
 				t.Errorf("the run took %s", took)
@@ -288,7 +287,8 @@ func TestInterruptDuringFinalReadsKeepsWhatWasRead(t *testing.T) {
 	defer cancel()
 	var fired time.Time
 	var mu sync.Mutex
-	cfg.phaseHook = func(p string) {
+	st := &runState{}
+	st.phaseHook = func(p string) {
 		if p == "final reads" {
 			time.AfterFunc(150*time.Millisecond, func() {
 				mu.Lock()
@@ -298,7 +298,7 @@ func TestInterruptDuringFinalReadsKeepsWhatWasRead(t *testing.T) {
 			})
 		}
 	}
-	out, err := Run(Signals{Stop: stop, Abort: context.Background()}, cfg, nil)
+	out, err := runWith(Signals{Stop: stop, Abort: context.Background()}, cfg, nil, st)
 	if err != nil {
 		t.Fatal(err)
 	}

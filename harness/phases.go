@@ -29,7 +29,7 @@ type phasesDone struct {
 // limit, the first interrupt or the workload's failure, heals every fault
 // and takes the final reads. It reports how far it got and the first
 // error.
-func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *history.Recorder,
+func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
 	logf, progressf func(string, ...any), con *console) (phasesDone, error) {
 	var done phasesDone
 	hold := &nemesis.Hold{}
@@ -46,130 +46,47 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		Rec:      rec,
 		Log:      logf,
 	}
-
-	// The workload and the nemesis run until the time limit, the first
-	// interrupt, or until either gives up (every slot failed, a heal
-	// failed); the nemesis then heals before the workload is waited for,
-	// since a frozen client cannot finish its op.
-	cfg.phase("workload")
-	wlStart := time.Now()
-	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
-	defer cancelRun()
-	cfg.live.onEnd(cancelRun)
-	nemDone := make(chan error, 1)
-	go func() { nemDone <- sched.Run(runCtx) }()
-	logf("workload: %s, %s, %s", words.Plural(cfg.Clients, "client"), words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
-	type wlResult struct {
-		next int
-		err  error
-	}
-	wlDone := make(chan wlResult, 1)
-	go func() {
-		n, err := runWorkload(runCtx, cfg, sys, rec, hold, logf)
-		wlDone <- wlResult{n, err}
-	}()
-	stopProgress := startProgress(runCtx, cfg, rec, sched, time.Now(), progressf, con.Status)
-	// A history that cannot be written (a full disk) ends the workload:
-	// nothing more it does can be checked.
-	go func() {
-		tick := time.NewTicker(100 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-runCtx.Done():
-				return
-			case <-tick.C:
-				if err := rec.Err(); err != nil {
-					logf("ending the workload: %v", err)
-					cancelRun()
-					return
-				}
-			}
-		}
-	}()
-	var (
-		wl      wlResult
-		nemErr  error
-		wlEnded bool
-	)
-	nemEnded := false
-	select {
-	case <-runCtx.Done():
-	case wl = <-wlDone:
-		wlEnded = true
-	case nemErr = <-nemDone:
-		nemEnded = true
-		if nemErr == nil {
-			select {
-			case <-runCtx.Done():
-			case wl = <-wlDone:
-				wlEnded = true
-			}
-		}
-	}
-	// The workload ran to its time limit only if the deadline ended it.
-	ran := time.Since(wlStart)
-	fullTime := errors.Is(runCtx.Err(), context.DeadlineExceeded)
-	nemLogged := false
-	if runCtx.Err() == nil {
-		switch {
-		case nemErr != nil:
-			nemLogged = true
-			logf("the nemesis gave up early: %v", nemErr)
-		case wlEnded && wl.err != nil:
-			logf("the workload gave up early: %v", wl.err)
-		}
-	}
-	cancelRun()
-	if !nemEnded {
-		nemErr = <-nemDone
-	}
-	cfg.phase("heal")
-	healErr := nemesis.HealAll(faults)
-	stopProgress()
-	if !wlEnded {
-		wl = <-wlDone
-	}
+	d := driveWorkload(stop, cfg, st, sys, rec, live, sched, hold, logf, progressf, con)
 	interrupted := stop.Err() != nil
-	if interrupted && wl.err != nil && errors.Is(wl.err, context.Canceled) {
+	if interrupted && d.wl.err != nil && errors.Is(d.wl.err, context.Canceled) {
 		// A client cut short while it was being opened: the interrupt's
 		// doing, not the system's.
-		logf("workload: %v", wl.err)
-		wl.err = nil
+		logf("workload: %v", d.wl.err)
+		d.wl.err = nil
 	}
 	// What is still broken after the last heal comes first: it is what
 	// the person must act on. A heal the nemesis failed that the last one
 	// did is only logged.
 	var runErr error
 	switch {
-	case healErr != nil:
-		runErr = healErr
-		if nemErr != nil && !nemLogged {
-			logf("the nemesis gave up: %v", nemErr)
+	case d.healErr != nil:
+		runErr = d.healErr
+		if d.nemErr != nil && !d.nemLogged {
+			logf("the nemesis gave up: %v", d.nemErr)
 		}
-	case nemErr != nil:
-		runErr = nemErr
-	case wl.err != nil:
-		runErr = wl.err
+	case d.nemErr != nil:
+		runErr = d.nemErr
+	case d.wl.err != nil:
+		runErr = d.wl.err
 	}
 	done.interrupted = interrupted
-	done.stoppedAtViolation = !fullTime && stop.Err() == nil && cfg.live.stoppedWorkload()
+	done.stoppedAtViolation = !d.fullTime && stop.Err() == nil && live.stoppedWorkload()
 	switch {
 	case done.stoppedAtViolation:
-		logf("the workload was stopped %.1f s into %s at the first violation (--stop-on-violation)", ran.Seconds(), cfg.TimeLimit)
-	case !fullTime:
+		logf("the workload was stopped %.1f s into %s at the first violation (--stop-on-violation)", d.ran.Seconds(), cfg.TimeLimit)
+	case !d.fullTime:
 		why := "the workload ended"
 		if stop.Err() != nil {
 			why = "interrupted"
 		}
-		done.incomplete = fmt.Sprintf("%s after %.1f s of the %s workload, before the final reads", why, ran.Seconds(), cfg.TimeLimit)
+		done.incomplete = fmt.Sprintf("%s after %.1f s of the %s workload, before the final reads", why, d.ran.Seconds(), cfg.TimeLimit)
 	case interrupted:
 		done.incomplete = fmt.Sprintf("interrupted before the final reads (the workload ran its full %s)", cfg.TimeLimit)
 	}
 	if runErr == nil && !interrupted && rec.Err() == nil {
-		cfg.phase("final reads")
+		st.phase("final reads")
 		logf("final reads")
-		read, err := finalReads(stop, cfg, sys, rec, wl.next)
+		read, err := finalReads(stop, cfg, sys, rec, d.wl.next)
 		if err != nil {
 			runErr = err
 		}
@@ -182,4 +99,104 @@ func runWorkloadPhases(stop context.Context, cfg *Config, sys System, rec *histo
 		done.incomplete = "the final reads did not happen"
 	}
 	return done, runErr
+}
+
+// wlResult is how the workload ended: the next op number for the final
+// reads, and why it gave up.
+type wlResult struct {
+	next int
+	err  error
+}
+
+// driven is how the workload and the nemesis ended and how long the
+// workload ran.
+type driven struct {
+	wl              wlResult
+	nemErr, healErr error
+	// nemLogged: the nemesis's error is already in the log.
+	nemLogged bool
+	ran       time.Duration
+	// fullTime: the deadline ended the workload.
+	fullTime bool
+}
+
+// driveWorkload runs the workload and the nemesis until the time limit,
+// the first interrupt, or until either gives up (every slot failed, a heal
+// failed); the nemesis then heals before the workload is waited for,
+// since a frozen client cannot finish its op.
+func driveWorkload(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
+	sched *nemesis.Schedule, hold *nemesis.Hold, logf, progressf func(string, ...any), con *console) driven {
+	var d driven
+	st.phase("workload")
+	wlStart := time.Now()
+	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
+	defer cancelRun()
+	live.onEnd(cancelRun)
+	nemDone := make(chan error, 1)
+	go func() { nemDone <- sched.Run(runCtx) }()
+	logf("workload: %s, %s, %s", words.Plural(cfg.Clients, "client"), words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
+	wlDone := make(chan wlResult, 1)
+	go func() {
+		n, err := runWorkload(runCtx, cfg, sys, rec, hold, logf)
+		wlDone <- wlResult{n, err}
+	}()
+	stopProgress := startProgress(runCtx, cfg, rec, sched, time.Now(), progressf, con.Status)
+	go watchHistory(runCtx, rec, logf, cancelRun)
+	wlEnded, nemEnded := false, false
+	select {
+	case <-runCtx.Done():
+	case d.wl = <-wlDone:
+		wlEnded = true
+	case d.nemErr = <-nemDone:
+		nemEnded = true
+		if d.nemErr == nil {
+			select {
+			case <-runCtx.Done():
+			case d.wl = <-wlDone:
+				wlEnded = true
+			}
+		}
+	}
+	// The workload ran to its time limit only if the deadline ended it.
+	d.ran = time.Since(wlStart)
+	d.fullTime = errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	if runCtx.Err() == nil {
+		switch {
+		case d.nemErr != nil:
+			d.nemLogged = true
+			logf("the nemesis gave up early: %v", d.nemErr)
+		case wlEnded && d.wl.err != nil:
+			logf("the workload gave up early: %v", d.wl.err)
+		}
+	}
+	cancelRun()
+	if !nemEnded {
+		d.nemErr = <-nemDone
+	}
+	st.phase("heal")
+	d.healErr = nemesis.HealAll(sched.Faults)
+	stopProgress()
+	if !wlEnded {
+		d.wl = <-wlDone
+	}
+	return d
+}
+
+// watchHistory ends the workload when the history cannot be written (a
+// full disk): nothing more it does could be checked.
+func watchHistory(ctx context.Context, rec *history.Recorder, logf func(string, ...any), cancel func()) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			if err := rec.Err(); err != nil {
+				logf("ending the workload: %v", err)
+				cancel()
+				return
+			}
+		}
+	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
@@ -74,9 +75,10 @@ func ExitCode(v models.Verdict) int {
 
 // Run carries out one test and writes its store directory. progress gets
 // the log lines a person at a terminal wants; the full log goes to
-// check.log. An error means the test could not be carried out (exit 255);
-// even then the history recorded so far is on disk, and results.json and
-// the report say what happened (verdict unknown).
+// check.log. Bad input is a *UsageError (exit 254), returned before
+// anything is created; any other error means the test could not be carried
+// out (exit 255), and even then the history recorded so far is on disk,
+// and results.json and the report say what happened (verdict unknown).
 //
 // Interrupts, phase by phase (see docs/reliability.md): the first signal
 // (sig.Stop) ends setup, the workload or the final reads at once, heals
@@ -85,6 +87,12 @@ func ExitCode(v models.Verdict) int {
 // unknown. A signal during the report changes nothing: the files are
 // finished, since a half-written report is worse than a late one.
 func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
+	return runWith(sig, cfg, progress, &runState{})
+}
+
+// runWith is Run with the state a test may set beforehand (a test id, a
+// hook at each phase).
+func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*Outcome, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -103,165 +111,252 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 	defer cancelStop()
 	defer context.AfterFunc(sig.Abort, cancelStop)()
 
-	started := time.Now()
-	dir, err := runstore.NewRun(cfg.Store, cfg.Name, started)
-	if err != nil {
-		return nil, err
+	r := &run{cfg: &cfg, runState: st, sig: sig, stop: stop, progress: progress, started: time.Now()}
+	if err := r.open(); err != nil {
+		return r.out, err
 	}
-	out := &Outcome{Dir: dir}
-	if cfg.Cluster == registry.ClusterDocker {
-		if cfg.testID == "" {
-			cfg.testID = testID(&cfg, started)
-		}
-		out.TestID = cfg.testID
-	}
-	logFile, err := os.Create(filepath.Join(dir, runstore.LogFile))
-	if err != nil {
-		return out, fmt.Errorf("creating check.log: %w", err)
-	}
-	defer logFile.Close()
-	var logMu sync.Mutex
-	con := newConsole(progress)
-	defer con.Clear()
-	logTo := func(toConsole bool, format string, args ...any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
-		logFile.WriteString(line)
-		if toConsole {
-			con.Line(line)
-		}
-	}
-	logf := func(format string, args ...any) { logTo(true, format, args...) }
-	// On a terminal the periodic progress lives in the status line; the
-	// log file (and a CI log) get a plain line every few seconds.
-	progressf := func(format string, args ...any) { logTo(!con.tty, format, args...) }
-	logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
+	defer r.logFile.Close()
+	defer r.con.Clear()
+	r.setUpAndRun()
+	r.leftovers()
+	r.saveHistory()
+	r.check()
+	// From here on signals change nothing: the files are finished.
+	r.report()
+	return r.out, r.err
+}
 
-	histFile, err := os.Create(filepath.Join(dir, runstore.HistoryFile))
-	if err != nil {
-		return out, fmt.Errorf("creating history.jsonl: %w", err)
-	}
-	var rec *history.Recorder
-	closeHistory := func() error {
-		var err error
-		if rec != nil {
-			err = rec.Err()
-		}
-		if serr := histFile.Sync(); err == nil && serr != nil {
-			err = serr
-		}
-		if cerr := histFile.Close(); err == nil && cerr != nil {
-			err = cerr
-		}
-		return err
-	}
+// runState is what a run learns about itself, apart from what the user
+// asked for (Config).
+type runState struct {
+	// testID labels a Docker run's objects; Run sets it (tests may
+	// choose it).
+	testID string
+	// clusterAsked is set once the Docker daemon has been asked to create
+	// the cluster: before that nothing of testID can exist, and there is
+	// nothing left behind to look for.
+	clusterAsked bool
+	// phaseHook, when a test sets it, is called at the start of each phase
+	// of Run: setup, image, cluster, servers (Docker only), workload, heal,
+	// final reads, teardown, check, report. Tests use it to interrupt a
+	// run exactly there; the CLI never sets it.
+	phaseHook func(phase string)
+}
 
-	// runErr is the first reason the run could not be carried out; later
+// phase marks the start of a phase of Run.
+func (s *runState) phase(name string) {
+	if s.phaseHook != nil {
+		s.phaseHook(name)
+	}
+}
+
+// run is one test being carried out: the Config the user asked for and
+// everything Run learns and makes on the way, phase by phase.
+type run struct {
+	cfg *Config
+	*runState
+	sig      Signals
+	stop     context.Context // sig.Stop, also ended by sig.Abort
+	progress io.Writer
+	started  time.Time
+	dir      string
+	out      *Outcome
+
+	logFile  *os.File
+	logMu    sync.Mutex
+	con      *console
+	histFile *os.File
+	rec      *history.Recorder // nil until the system is set up
+	sys      System            // nil when it could not be set up
+	live     *liveCheck
+
+	// err is the first reason the run could not be carried out; later
 	// errors only go to the log.
-	var runErr error
-	// done says how the workload phases went (zero when setup failed).
-	var done phasesDone
+	err error
+
+	events    []history.Event
+	ops       []history.Op
+	faults    []history.Fault
+	checkTime time.Duration
 	// servers is what the servers said they are (nil when not asked).
-	var servers *reports.Servers
-	fail := func(err error) {
-		if err == nil {
-			return
-		}
-		if runErr == nil {
-			runErr = err
-			return
-		}
-		logf("also: %v", err)
-	}
-	// interrupted names the phase a signal cut short.
-	interrupted := func(phase string, err error) error {
-		if stop.Err() != nil {
-			return fmt.Errorf("interrupted during %s: %w", phase, err)
-		}
+	servers *reports.Servers
+}
+
+// open makes the run's directory, its log and its history file.
+func (r *run) open() error {
+	cfg := r.cfg
+	dir, err := runstore.NewRun(cfg.Store, cfg.Name, r.started)
+	if err != nil {
 		return err
 	}
-
-	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
-	cfg.phase("setup")
-	sys, err := openSystem(stop, &cfg, dir, logf, progress)
-	if err == nil && stop.Err() != nil {
-		// Set up, but too late: the signal came while it was going on.
-		err = stop.Err()
-		if cerr := sys.Close(context.Background()); cerr != nil {
-			logf("tearing down: %v", cerr)
+	r.dir = dir
+	r.out = &Outcome{Dir: dir}
+	if cfg.Cluster == registry.ClusterDocker {
+		if r.testID == "" {
+			r.testID = testID(cfg, r.started)
 		}
-		sys = nil
+		r.out.TestID = r.testID
+	}
+	if r.logFile, err = os.Create(filepath.Join(dir, runstore.LogFile)); err != nil {
+		return fmt.Errorf("creating check.log: %w", err)
+	}
+	r.con = newConsole(r.progress)
+	r.logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
+	if r.histFile, err = os.Create(filepath.Join(dir, runstore.HistoryFile)); err != nil {
+		r.logFile.Close()
+		r.con.Clear()
+		return fmt.Errorf("creating history.jsonl: %w", err)
+	}
+	return nil
+}
+
+func (r *run) logTo(toConsole bool, format string, args ...any) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	line := fmt.Sprintf("%s %s\n", time.Now().UTC().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	r.logFile.WriteString(line)
+	if toConsole {
+		r.con.Line(line)
+	}
+}
+
+// logf writes a line to check.log and the terminal.
+func (r *run) logf(format string, args ...any) { r.logTo(true, format, args...) }
+
+// progressf writes the periodic progress: on a terminal it lives in the
+// status line; the log file (and a CI log) get a plain line every few
+// seconds.
+func (r *run) progressf(format string, args ...any) { r.logTo(!r.con.tty, format, args...) }
+
+// fail keeps the first reason the run could not be carried out and logs
+// the later ones.
+func (r *run) fail(err error) {
+	if err == nil {
+		return
+	}
+	if r.err == nil {
+		r.err = err
+		return
+	}
+	r.logf("also: %v", err)
+}
+
+// setUpAndRun sets the system up, runs the workload phases on it and
+// tears it down.
+func (r *run) setUpAndRun() {
+	cfg := r.cfg
+	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
+	r.phase("setup")
+	sys, err := openSystem(r.stop, cfg, r.runState, r.dir, r.logf, r.progress)
+	if err == nil && r.stop.Err() != nil {
+		// Set up, but too late: the signal came while it was going on.
+		err = r.stop.Err()
+		if cerr := sys.Close(context.Background()); cerr != nil {
+			r.logf("tearing down: %v", cerr)
+		}
 	}
 	if err != nil {
-		sys = nil // not a typed nil: nothing to describe or close
-		fail(interrupted("setup", fmt.Errorf("setting up the system under test: %w", err)))
-	} else {
-		// The history's time zero is the start of the workload.
-		rec = history.NewRecorder(histFile)
-		cfg.live = startLive(&cfg, rec, logf)
-		done, runErr = runWorkloadPhases(stop, &cfg, sys, rec, logf, progressf, con)
-		endHistory(rec, done, runErr, logf)
-		cfg.live.wait()
-		// Every fault is healed: ask the servers what they are before
-		// they are torn down, briefly after an interrupt; a second
-		// signal cuts the question short.
-		servers = askServers(sig.Abort, sys, &cfg, stop.Err() != nil, logf)
-		out.Interrupted, out.Incomplete = done.interrupted, done.incomplete
-		if out.Incomplete != "" {
-			logf("the run is incomplete: %s", out.Incomplete)
+		// r.sys stays nil (not a typed nil): nothing to describe or close.
+		if r.stop.Err() != nil {
+			err = fmt.Errorf("interrupted during setup: %w", fmt.Errorf("setting up the system under test: %w", err))
+		} else {
+			err = fmt.Errorf("setting up the system under test: %w", err)
 		}
-		cfg.phase("teardown")
-		if err := sys.Close(context.Background()); err != nil {
-			fail(fmt.Errorf("tearing down: %w", err))
+		r.fail(err)
+		return
+	}
+	r.sys = sys
+	// The history's time zero is the start of the workload.
+	r.rec = history.NewRecorder(r.histFile)
+	r.live = startLive(cfg, r.rec, r.logf)
+	var done phasesDone
+	done, r.err = runWorkloadPhases(r.stop, cfg, r.runState, sys, r.rec, r.live, r.logf, r.progressf, r.con)
+	endHistory(r.rec, done, r.err, r.logf)
+	r.live.wait()
+	// Every fault is healed: ask the servers what they are before they
+	// are torn down, briefly after an interrupt; a second signal cuts the
+	// question short.
+	r.servers = askServers(r.sig.Abort, sys, cfg, r.stop.Err() != nil, r.logf)
+	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
+	if r.out.Incomplete != "" {
+		r.logf("the run is incomplete: %s", r.out.Incomplete)
+	}
+	r.phase("teardown")
+	if err := sys.Close(context.Background()); err != nil {
+		r.fail(fmt.Errorf("tearing down: %w", err))
+	}
+}
+
+// leftovers names what a Docker run may have left behind, once the
+// daemon was asked to create the cluster.
+func (r *run) leftovers() {
+	cfg := r.cfg
+	if cfg.Cluster != registry.ClusterDocker || !r.clusterAsked {
+		return
+	}
+	if hint := leftoverHint(r.testID, cfg.KeepCluster); hint != "" {
+		r.logf("%s", hint)
+		if r.err == nil {
+			r.err = errors.New(hint)
+		} else {
+			r.err = fmt.Errorf("%w\n%s", r.err, hint)
 		}
 	}
-	if cfg.Cluster == registry.ClusterDocker && cfg.clusterAsked {
-		if hint := leftoverHint(cfg.testID, cfg.KeepCluster); hint != "" {
-			logf("%s", hint)
-			if runErr == nil {
-				runErr = errors.New(hint)
-			} else {
-				runErr = fmt.Errorf("%w\n%s", runErr, hint)
-			}
-		}
+}
+
+// saveHistory syncs and closes the history file.
+func (r *run) saveHistory() {
+	var err error
+	if r.rec != nil {
+		err = r.rec.Err()
 	}
-	if err := closeHistory(); err != nil {
+	if serr := r.histFile.Sync(); err == nil && serr != nil {
+		err = serr
+	}
+	if cerr := r.histFile.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
 		// The history's own error comes first: without it nothing else
 		// the run says can be trusted.
 		herr := fmt.Errorf("the history could not be saved: %w", err)
-		if runErr != nil {
-			logf("also: %v", runErr)
+		if r.err != nil {
+			r.logf("also: %v", r.err)
 		}
-		runErr = herr
+		r.err = herr
 	}
 	n := int64(0)
-	if rec != nil {
-		n = rec.Len()
+	if r.rec != nil {
+		n = r.rec.Len()
 	}
-	logf("recorded %d events", n)
+	r.logf("recorded %d events", n)
+}
 
-	cfg.phase("check")
-	events, err := history.ParseFile(filepath.Join(dir, runstore.HistoryFile))
+// check reads the history back, checks it and settles the verdict.
+func (r *run) check() {
+	cfg, out := r.cfg, r.out
+	r.phase("check")
+	events, err := history.ParseFile(filepath.Join(r.dir, runstore.HistoryFile))
 	if err != nil {
-		fail(fmt.Errorf("reading back the history: %w", err))
+		r.fail(fmt.Errorf("reading back the history: %w", err))
 	}
-	ops, faultIntervals := history.Pair(events)
+	r.events = events
+	r.ops, r.faults = history.Pair(events)
 	// Every client op is counted here; a key's line later counts the
 	// ones its check had to place (releases and plain failures change
 	// nothing and are not placed).
-	logf("checking %d client ops", len(ops))
-	con.Status(fmt.Sprintf("checking %d client ops against the fenced-storage model…", len(ops)))
+	r.logf("checking %d client ops", len(r.ops))
+	r.con.Status(fmt.Sprintf("checking %d client ops against the fenced-storage model…", len(r.ops)))
 	checkStart := time.Now()
-	out.Result = models.Check(sig.Abort, ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
-	out.Result = models.StaleWriteFirst(out.Result, ops)
-	checkTime := time.Since(checkStart)
+	out.Result = models.Check(r.sig.Abort, r.ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
+	out.Result = models.StaleWriteFirst(out.Result, r.ops)
+	r.checkTime = time.Since(checkStart)
 	runErrText := ""
-	if runErr != nil {
-		runErrText = runErr.Error()
+	if r.err != nil {
+		runErrText = r.err.Error()
 	}
-	out.Result = Settle(out.Result, out.Incomplete, runErrText, sig.Abort.Err() != nil)
-	if cfg.live.foundViolation() && out.Result.Verdict == models.Valid {
+	out.Result = Settle(out.Result, out.Incomplete, runErrText, r.sig.Abort.Err() != nil)
+	if r.live.foundViolation() && out.Result.Verdict == models.Valid {
 		// Cannot happen: a violation in a prefix of the history stays one
 		// in the whole (an op still in flight was read as unknown, the most
 		// lenient reading). Should the two checks ever disagree, the run
@@ -270,34 +365,37 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		out.Result.Verdict = models.Unknown
 		out.Result.Explanation = "the live check found a violation that the check of the whole history did not confirm: a bug in fencecheck, please report it with this history"
 	}
-	out.Interrupted = out.Interrupted || stop.Err() != nil
-	con.Clear()
-	logf("verdict %s in %s", out.Result.Verdict, checkTime.Round(time.Millisecond))
+	out.Interrupted = out.Interrupted || r.stop.Err() != nil
+	r.con.Clear()
+	r.logf("verdict %s in %s", out.Result.Verdict, r.checkTime.Round(time.Millisecond))
+}
 
-	// From here on signals change nothing: the files are finished.
-	cfg.phase("report")
-	r := &reports.Run{
-		Dir: dir, Name: cfg.Name, Started: started, Duration: time.Since(started), CheckTime: checkTime,
-		Params: params(&cfg, sysInfo(sys, &cfg)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
-		Events: events, Ops: ops, Faults: faultIntervals, Result: out.Result, Interrupted: out.Interrupted,
-		Incomplete: out.Incomplete, Servers: servers,
+// report writes the run's files, the JUnit XML and the step summary
+// asked for, and the summary on the terminal.
+func (r *run) report() {
+	cfg, out := r.cfg, r.out
+	r.phase("report")
+	rep := &reports.Run{
+		Dir: r.dir, Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
+		Params: params(cfg, sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
+		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
+		Incomplete: out.Incomplete, Servers: r.servers,
 	}
-	if runErr != nil {
-		r.Error = runErr.Error()
+	if r.err != nil {
+		rep.Error = r.err.Error()
 	}
-	out.Report = r
-	out.Unwritten = writeOutputs(r, cfg.JUnit)
+	out.Report = rep
+	out.Unwritten = writeOutputs(rep, cfg.JUnit)
 	for _, u := range out.Unwritten {
-		logf("also: %s", u)
+		r.logf("also: %s", u)
 	}
-	if progress != nil {
-		con.Clear()
-		reports.Summary(progress, r)
+	if r.progress != nil {
+		r.con.Clear()
+		reports.Summary(r.progress, rep)
 		for _, u := range out.Unwritten {
-			fmt.Fprintf(progress, "also: %s (the verdict above stands)\n", u)
+			fmt.Fprintf(r.progress, "also: %s (the verdict above stands)\n", u)
 		}
 	}
-	return out, runErr
 }
 
 // writeOutputs writes what the run's check produced — the reports in its
@@ -368,12 +466,12 @@ func Settle(res models.Result, incomplete, runErr string, checkSkipped bool) mod
 
 // sysInfo describes the system for the report; a system that could not be
 // set up is described by its test id alone.
-func sysInfo(sys System, cfg *Config) map[string]string {
+func sysInfo(sys System, testID string) map[string]string {
 	if sys != nil {
 		return sys.Info()
 	}
-	if cfg.testID != "" {
-		return map[string]string{"docker test id": cfg.testID}
+	if testID != "" {
+		return map[string]string{"docker test id": testID}
 	}
 	return nil
 }
@@ -399,7 +497,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(servers(cfg))}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
-		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: models.FormatBytes(cfg.CheckMemory)},
+		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},
 	}
 	for _, o := range registry.Options() {
 		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})

@@ -29,13 +29,13 @@ type inProcess struct{ registry.InProcess }
 func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 
 // openSystem sets up what cfg asks for.
-func openSystem(ctx context.Context, cfg *Config, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
-	b, _ := backendInfo(cfg.Backend)
+func openSystem(ctx context.Context, cfg *Config, st *runState, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
+	b, _ := registry.Lookup(cfg.Backend)
 	switch {
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
 		return inProcess{b.InProcess(cfg.setup(""))}, nil
 	case cfg.Cluster == registry.ClusterDocker:
-		return openDocker(ctx, cfg, dir, logf, progress)
+		return openDocker(ctx, cfg, st, dir, logf, progress)
 	}
 	return nil, fmt.Errorf("backend %s on cluster %s is not available in this build", cfg.Backend, cfg.Cluster)
 }

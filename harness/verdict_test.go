@@ -57,11 +57,11 @@ func readResults(t *testing.T, dir string) reports.Results {
 }
 
 // interruptAfter cancels Stop d after the workload starts.
-func interruptAfter(cfg *Config, d time.Duration) (Signals, func() time.Time) {
+func interruptAfter(st *runState, d time.Duration) (Signals, func() time.Time) {
 	stop, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
 	var fired time.Time
-	cfg.phaseHook = func(p string) {
+	st.phaseHook = func(p string) {
 		if p == "workload" {
 			time.AfterFunc(d, func() {
 				mu.Lock()
@@ -87,8 +87,9 @@ func TestInterruptedFencedRunIsUnknown(t *testing.T) {
 	cfg.TimeLimit = time.Minute
 	cfg.Keys = 2
 	cfg.JUnit = filepath.Join(t.TempDir(), "junit.xml")
-	sig, fired := interruptAfter(&cfg, 1500*time.Millisecond)
-	out, err := Run(sig, cfg, nil)
+	st := &runState{}
+	sig, fired := interruptAfter(st, 1500*time.Millisecond)
+	out, err := runWith(sig, cfg, nil, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,8 +131,9 @@ func TestInterruptedRunWithAViolationIsInvalid(t *testing.T) {
 	cfg := memoryConfig(t, "none", "pause-holder")
 	cfg.TimeLimit = time.Minute
 	cfg.JUnit = filepath.Join(t.TempDir(), "junit.xml")
-	sig, _ := interruptAfter(&cfg, 3*time.Second)
-	out, err := Run(sig, cfg, nil)
+	st := &runState{}
+	sig, _ := interruptAfter(st, 3*time.Second)
+	out, err := runWith(sig, cfg, nil, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,8 +162,7 @@ func TestInterruptBeforeFinalReadsIsUnknown(t *testing.T) {
 	cfg.TimeLimit = time.Second
 	in := newInterrupter("heal", 0, false)
 	defer in.close()
-	cfg.phaseHook = in.hook
-	out, err := Run(in.signals(), cfg, nil)
+	out, err := runWith(in.signals(), cfg, nil, &runState{phaseHook: in.hook})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -47,7 +48,7 @@ func askServers(ctx context.Context, sys System, cfg *Config, interrupted bool, 
 	if len(nodes) == 0 {
 		return nil
 	}
-	b, _ := backendInfo(cfg.Backend)
+	b, _ := registry.Lookup(cfg.Backend)
 	server := b.Server
 	if server == "" {
 		server = cfg.Backend

@@ -30,7 +30,7 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := openDocker(ctx, &cfg, dir, func(string, ...any) {}, io.Discard)
+	s, err := openDocker(ctx, &cfg, &runState{}, dir, func(string, ...any) {}, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func AgentRoundTrips(ctx context.Context, cfg Config, n int) (p50, p99 time.Dura
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := openDocker(ctx, &cfg, dir, func(string, ...any) {}, io.Discard)
+	s, err := openDocker(ctx, &cfg, &runState{}, dir, func(string, ...any) {}, io.Discard)
 	if err != nil {
 		return 0, 0, err
 	}

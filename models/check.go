@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/bound"
 	"github.com/fencecheck/fencecheck/internal/words"
 )
 
@@ -103,7 +105,7 @@ func (opts *Options) defaults() {
 // benchmarks); the verdicts are the same.
 func CheckWhole(ctx context.Context, ops []history.Op, opts Options) Result {
 	opts.defaults()
-	ctx, done := opts.bound(ctx)
+	ctx, done := bound.Context(ctx, opts.Timeout, opts.MemoryLimit)
 	defer done()
 	// The storage half of each key goes to porcupine; the lease half (the
 	// grants) is decided directly, see checkGrants.
@@ -375,4 +377,17 @@ func search(ctx context.Context, model porcupine.Model, ops []porcupine.Operatio
 		return porcupine.Unknown, porcupine.LinearizationInfo{}, context.Cause(ctx)
 	}
 	return r, info, nil
+}
+
+// stopMessage says why a check stopped, in the words a user needs.
+func stopMessage(cause error) string {
+	var te *bound.TimeoutError
+	var me *bound.MemoryError
+	switch {
+	case errors.As(cause, &te), errors.As(cause, &me):
+		return cause.Error()
+	case errors.Is(cause, errTooConcurrent):
+		return cause.Error()
+	}
+	return "the check was interrupted"
 }

@@ -1,8 +1,8 @@
-// Package models holds the porcupine models a history is checked against,
-// above all the fenced-storage model: a register that admits only the newest
-// lease holder. Models are pure data and pure functions: no I/O, no clocks,
-// no knowledge of any backend.
 package models
+
+// The fenced-storage model: a register that admits only the newest lease
+// holder, as porcupine's Model (FencedStorage) and as the step the
+// one-pass checker takes (stepReg). Pure data and pure functions.
 
 import (
 	"fmt"

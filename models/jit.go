@@ -133,15 +133,7 @@ func (k *keyCheck) advance(safeStorage, safeGrants int64, all bool) {
 		sort.Sort(k.storage)
 		for i, p := range k.storage {
 			k.storage[i] = point{}
-			if k.storageBad || k.err != nil {
-				continue
-			}
-			if p.ret {
-				k.ret(p.op)
-			} else {
-				k.call(p.op)
-			}
-			k.poll()
+			k.storagePoint(p)
 		}
 		k.storage = nil
 		return
@@ -153,17 +145,22 @@ func (k *keyCheck) advance(safeStorage, safeGrants int64, all bool) {
 		}
 	}
 	for len(k.storage) > 0 && (all || k.storage[0].t < safeStorage) {
-		p := heap.Pop(&k.storage).(point)
-		if k.storageBad || k.err != nil {
-			continue
-		}
-		if p.ret {
-			k.ret(p.op)
-		} else {
-			k.call(p.op)
-		}
-		k.poll()
+		k.storagePoint(heap.Pop(&k.storage).(point))
 	}
+}
+
+// storagePoint applies a storage point (an op's call or its return), unless
+// the key's storage is already decided or its check was stopped.
+func (k *keyCheck) storagePoint(p point) {
+	if k.storageBad || k.err != nil {
+		return
+	}
+	if p.ret {
+		k.ret(p.op)
+	} else {
+		k.call(p.op)
+	}
+	k.poll()
 }
 
 // poll ends the key's check when the whole check was stopped.

@@ -13,15 +13,17 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/bound"
 )
 
 // Check decides every key of a history against the fenced-storage model,
 // in one pass over each key's calls and returns (see jit.go): its time and
 // memory grow with the history and the ops in flight at once, not with the
-// square of a key's ops. It is pure: it reads ops and returns a result.
+// square of a key's ops. It reads ops and returns a result; its bounds on
+// time and memory (opts.Timeout, opts.MemoryLimit) are internal/bound's.
 func Check(ctx context.Context, ops []history.Op, opts Options) Result {
 	opts.defaults()
-	ctx, done := opts.bound(ctx)
+	ctx, done := bound.Context(ctx, opts.Timeout, opts.MemoryLimit)
 	defer done()
 	start := time.Now()
 	checks := map[string]*keyCheck{}
@@ -215,7 +217,7 @@ func (q *pendingQueue) safe() int64 {
 func NewStream(ctx context.Context, opts Options) *Stream {
 	opts.defaults()
 	s := &Stream{opts: opts, start: time.Now(), pairer: history.NewPairer(), keys: map[string]*keyStream{}}
-	s.ctx, s.done = s.opts.bound(ctx)
+	s.ctx, s.done = bound.Context(ctx, s.opts.Timeout, s.opts.MemoryLimit)
 	s.hook = s.opts.violation(s.start)
 	return s
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/fencecheck/fencecheck/internal/simulate"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -13,6 +12,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/bound"
+	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/internal/units"
 
 	"github.com/fencecheck/fencecheck/history"
 )
@@ -185,7 +188,7 @@ func TestCheckTimeoutSaysSoAndHowToRaiseIt(t *testing.T) {
 func TestCheckMemoryBoundEndsTheCheckUnknown(t *testing.T) {
 	ops := simulate.Synthetic{Seed: 1, Ops: 2000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	runtime.GC()
-	limit := HeapBytes() / 2 // already past it
+	limit := bound.HeapBytes() / 2 // already past it
 	for _, check := range []func(context.Context, []history.Op, Options) Result{Check, CheckWhole} {
 		r := check(context.Background(), ops, Options{MemoryLimit: limit})
 		if r.Verdict != Unknown || !strings.Contains(r.Explanation, "the check stopped at its memory bound of") ||
@@ -205,9 +208,9 @@ func TestCheckMemoryBoundEndsTheCheckUnknown(t *testing.T) {
 func TestCheckMemoryBoundStopsTheWholeSearch(t *testing.T) {
 	ops := simulate.Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	runtime.GC()
-	limit := HeapBytes() + 64<<20
+	limit := bound.HeapBytes() + 64<<20
 	r := CheckWhole(context.Background(), ops, Options{MemoryLimit: limit, VisualizeMaxOps: 1})
-	if r.Verdict != Unknown || !strings.Contains(r.Explanation, "memory bound of "+FormatBytes(limit)) {
+	if r.Verdict != Unknown || !strings.Contains(r.Explanation, "memory bound of "+units.FormatBytes(limit)) {
 		t.Fatalf("%s: %s", r.Verdict, r.Explanation)
 	}
 	// The streaming check of the same history stays under it.
@@ -254,28 +257,6 @@ func TestCancelledCheckEndsPromptlyAndLeavesNothingRunning(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines left running, %d before", n, before)
-	}
-}
-
-func TestParseAndFormatBytes(t *testing.T) {
-	for in, want := range map[string]int64{"12GiB": 12 << 30, "512MiB": 512 << 20, "1.5G": 3 << 29, "2048": 2048, "4 gb": 4 << 30} {
-		got, err := ParseBytes(in)
-		if err != nil || got != want {
-			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, bad := range []string{"", "lots", "12XB", "-1GiB"} {
-		if _, err := ParseBytes(bad); err == nil || !strings.Contains(err.Error(), "e.g. 512MiB or 12GiB") {
-			t.Errorf("ParseBytes(%q): %v", bad, err)
-		}
-	}
-	for n, want := range map[int64]string{12 << 30: "12GiB", 3 << 29: "1.5GiB", 512 << 20: "512MiB"} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-	if got := FormatDuration(5 * time.Minute); got != "5m" {
-		t.Errorf("FormatDuration(5m) = %q", got)
 	}
 }
 

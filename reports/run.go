@@ -12,7 +12,8 @@
 //   - the machine-readable outputs: results.json (results.go, load.go),
 //     JUnit (junit.go), the GitHub step summary (stepsummary.go) and the
 //     terminal summary (summary.go);
-//   - the comparison page of `check compare` (compare.go);
+//   - the comparison's compare.json, compare.md and compare.html
+//     (compare.go), from compare/result's Comparison, which compare fills;
 //   - the store's server and index (serve.go, index.go).
 //
 // Reports only read: they never change a verdict, judge a history (that is

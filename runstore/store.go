@@ -1,9 +1,10 @@
 // Package runstore owns where a run lives on disk: the layout
 // <store>/<test>/<stamp>/, how a stamp is written and read, the
-// <store>/latest link to the newest run, the names of the files a run
-// keeps in its directory, where a comparison puts its tables, and finding
-// the runs of a store again. Everything that makes, names or lists a run
-// directory asks this package; nothing else spells the layout.
+// <store>/latest link to the newest run, the names of the files and the
+// logs directory a run keeps, where a comparison puts its tables and what
+// they are called, and finding the runs of a store again. Everything that
+// makes, names or lists a run directory or a file in it asks this package;
+// nothing else spells a name on disk.
 //
 // It must never decide what a file says: it does not check a history,
 // judge a verdict or format a report (the harness, models and reports do),
@@ -56,6 +57,23 @@ const StampLayout = "20060102T150405.000Z"
 // TimeLayout is how a run's start is written in its files (results.json's
 // "started").
 const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// A run's logs: LogsDir in the run directory holds each server's log and
+// AgentsLog, what the client agents wrote to stderr (a panic, a Go runtime
+// error, a client's own logs).
+const (
+	LogsDir   = "logs"
+	AgentsLog = "agents.log"
+)
+
+// The files a comparison keeps in its directory: the matrix as data
+// (docs/compare.md; also a shard's part, which a merge reads back), as a
+// Markdown table and as a page.
+const (
+	CompareJSON     = "compare.json"
+	CompareMarkdown = "compare.md"
+	CompareHTML     = "compare.html"
+)
 
 // compareStampLayout names a comparison's directory (to the second).
 const compareStampLayout = "20060102T150405Z"

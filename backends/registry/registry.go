@@ -336,6 +336,13 @@ func SharedStorages() []string {
 	return out
 }
 
+// IsSharedStorage reports whether storage is one every backend can guard
+// (the fenced node, a PostgreSQL row), not a backend's own.
+func IsSharedStorage(name string) bool {
+	_, ok := storages[name]
+	return ok
+}
+
 // DefaultStorage is the shared storage a test uses unless told otherwise:
 // the fenced storage node, which every backend and cluster can use.
 const DefaultStorage = "fenced"

@@ -8,17 +8,23 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/fencecheck/fencecheck/compare"
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/words"
-	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
+// compareFlags are `check compare`'s flags as given.
+type compareFlags struct {
+	spec                                                compare.Spec
+	backends, storages, faults, fencing, dir, shardFlag string
+}
+
 func newCompareCmd() *cobra.Command {
-	var spec compare.Spec
-	var backends, storages, faults, fencing, dir, shardFlag string
+	var cf compareFlags
 	cmd := &cobra.Command{
 		Use:   "compare",
 		Short: "Run a matrix of backends × storages and fencing × faults and tabulate the verdicts",
@@ -63,99 +69,28 @@ on bad arguments.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			var shard compare.Shard
-			if cmd.Flags().Changed("shard") {
-				var err error
-				if shard, err = compare.ParseShard(shardFlag); err != nil {
-					return err
-				}
-			}
-			spec.Backends = splitList(backends)
-			spec.Storages = splitList(storages)
-			spec.Faults = splitList(faults)
-			spec.Fencing = splitList(fencing)
-			for flag, list := range map[string]string{"backends": backends, "storages": storages, "faults": faults, "fencing": fencing} {
-				if cmd.Flags().Changed(flag) && len(splitList(list)) == 0 {
-					return usageErr("--%s: empty list", flag)
-				}
-			}
-			if cmd.Flags().Changed("runs") && spec.Runs == 0 {
-				return usageErr("--runs: 0 is out of range (accepted: 1 to 100)")
-			}
-			if cmd.Flags().Changed("time-limit") && spec.TimeLimit == 0 {
-				return usageErr("--time-limit: 0s is out of range (accepted: 1s to 24h, e.g. 20s)")
-			}
-			// Zero would mean "the default" to the matrix: refuse it here.
-			for flag, v := range map[string]int64{"clients": int64(spec.Base.Clients), "keys": int64(spec.Base.Keys),
-				"nodes": int64(spec.Base.Nodes), "lease-ttl": int64(spec.Base.LeaseTTL)} {
-				if cmd.Flags().Changed(flag) && v <= 0 {
-					return usageErr("--%s: %s is out of range: it must be positive (e.g. %s)", flag, cmd.Flags().Lookup(flag).Value, cmd.Flags().Lookup(flag).DefValue)
-				}
-			}
-			// Not given: the preset's value, else the default.
-			for flag, v := range map[string]any{"clients": &spec.Base.Clients, "keys": &spec.Base.Keys,
-				"nodes": &spec.Base.Nodes, "lease-ttl": &spec.Base.LeaseTTL} {
-				if !cmd.Flags().Changed(flag) {
-					switch p := v.(type) {
-					case *int:
-						*p = 0
-					case *time.Duration:
-						*p = 0
-					}
-				}
-			}
-			if !cmd.Flags().Changed("seed") {
-				spec.Seed = rand.Int64N(1 << 40)
-			}
-			m, err := compare.Expand(spec)
-			if err != nil {
-				return err
-			}
-			if dir == "" {
-				dir = runstore.CompareDir(runstore.DefaultRoot, time.Now())
-			}
-			if err := harness.CheckStoreDir(dir); err != nil {
-				return err
-			}
-			sig, stop := signals()
-			defer stop()
-			var c *reports.Comparison
-			if shard.N > 0 {
-				if !cmd.Flags().Changed("seed") {
-					// Every shard must draw the same seed: a random one would
-					// make each shard's matrix another.
-					return usageErr("--shard needs --seed: every shard must run the same matrix, seed included (e.g. --seed %d)", spec.Seed)
-				}
-				c, err = compare.RunShard(sig, m, shard, dir, cmd.OutOrStdout())
-			} else {
-				c, err = compare.Run(sig, m, dir, cmd.OutOrStdout())
-			}
-			if err != nil {
-				return &exitError{harness.ExitFailed, err}
-			}
-			if code := compare.ExitCode(c); code != 0 {
-				why := fmt.Sprintf("%s could not be carried out", words.Plural(c.Errors, "run"))
-				if c.Interrupted {
-					why = "interrupted before every cell ran"
-				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(dir, "compare.md"))}
-			}
-			return nil
-		},
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cf.run(cmd) },
 	}
-	f := cmd.Flags()
+	cf.register(cmd.Flags())
+	cmd.SetFlagErrorFunc(flagError)
+	cmd.AddCommand(newCompareMergeCmd())
+	return cmd
+}
+
+// register defines the flags on f.
+func (cf *compareFlags) register(f *pflag.FlagSet) {
+	spec := &cf.spec
 	f.StringVar(&spec.Preset, "preset", "", "start from a preset: "+strings.Join(compare.Presets, ", "))
-	f.StringVar(&backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(compare.DefaultBackends(), ",")+"; memory runs in-process when named)")
+	f.StringVar(&cf.backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(compare.DefaultBackends(), ",")+"; memory runs in-process when named)")
 	f.StringArrayVar(&spec.Clients, "client", nil, "your own lock client, repeatable: BACKEND:DIR, or DIR to run it against each of --backends (then --backends adds no built-in rows); rows named after the client, fenced storage, each --fencing (docs/client-protocol.md)")
-	f.StringVar(&storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
-	f.StringVar(&faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+faultNames())
-	f.StringVar(&fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
+	f.StringVar(&cf.storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
+	f.StringVar(&cf.faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+faultNames())
+	f.StringVar(&cf.fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
-	f.StringVar(&shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
-	f.StringVar(&dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
+	f.StringVar(&cf.shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
+	f.StringVar(&cf.dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.
 	base := compare.DefaultBase()
 	f.IntVar(&spec.Base.Clients, "clients", base.Clients, "concurrent client processes in every run")
@@ -172,7 +107,88 @@ on bad arguments.`,
 	for _, h := range []string{"nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)
 	}
-	cmd.SetFlagErrorFunc(flagError)
-	cmd.AddCommand(newCompareMergeCmd())
-	return cmd
+}
+
+// run expands the matrix the flags describe, runs it (or the shard of it
+// asked for) and says how it went in the exit code.
+func (cf *compareFlags) run(cmd *cobra.Command) error {
+	spec := &cf.spec
+	var shard compare.Shard
+	if cmd.Flags().Changed("shard") {
+		var err error
+		if shard, err = compare.ParseShard(cf.shardFlag); err != nil {
+			return err
+		}
+	}
+	spec.Backends = splitList(cf.backends)
+	spec.Storages = splitList(cf.storages)
+	spec.Faults = splitList(cf.faults)
+	spec.Fencing = splitList(cf.fencing)
+	for flag, list := range map[string]string{"backends": cf.backends, "storages": cf.storages, "faults": cf.faults, "fencing": cf.fencing} {
+		if cmd.Flags().Changed(flag) && len(splitList(list)) == 0 {
+			return usageErr("--%s: empty list", flag)
+		}
+	}
+	if cmd.Flags().Changed("runs") && spec.Runs == 0 {
+		return compare.CheckRuns(0)
+	}
+	if cmd.Flags().Changed("time-limit") && spec.TimeLimit == 0 {
+		return compare.CheckTimeLimit(0)
+	}
+	// Zero would mean "the default" to the matrix: refuse it here.
+	for flag, v := range map[string]int64{"clients": int64(spec.Base.Clients), "keys": int64(spec.Base.Keys),
+		"nodes": int64(spec.Base.Nodes), "lease-ttl": int64(spec.Base.LeaseTTL)} {
+		if cmd.Flags().Changed(flag) && v <= 0 {
+			return usageErr("--%s: %s is out of range: it must be positive (e.g. %s)", flag, cmd.Flags().Lookup(flag).Value, cmd.Flags().Lookup(flag).DefValue)
+		}
+	}
+	// Not given: the preset's value, else the default.
+	for flag, v := range map[string]any{"clients": &spec.Base.Clients, "keys": &spec.Base.Keys,
+		"nodes": &spec.Base.Nodes, "lease-ttl": &spec.Base.LeaseTTL} {
+		if !cmd.Flags().Changed(flag) {
+			switch p := v.(type) {
+			case *int:
+				*p = 0
+			case *time.Duration:
+				*p = 0
+			}
+		}
+	}
+	if !cmd.Flags().Changed("seed") {
+		spec.Seed = rand.Int64N(1 << 40)
+	}
+	m, err := compare.Expand(*spec)
+	if err != nil {
+		return err
+	}
+	if cf.dir == "" {
+		cf.dir = runstore.CompareDir(runstore.DefaultRoot, time.Now())
+	}
+	if err := harness.CheckStoreDir(cf.dir); err != nil {
+		return err
+	}
+	sig, stop := signals()
+	defer stop()
+	var c *result.Comparison
+	if shard.N > 0 {
+		if !cmd.Flags().Changed("seed") {
+			// Every shard must draw the same seed: a random one would
+			// make each shard's matrix another.
+			return usageErr("--shard needs --seed: every shard must run the same matrix, seed included (e.g. --seed %d)", spec.Seed)
+		}
+		c, err = compare.RunShard(sig, m, shard, cf.dir, cmd.OutOrStdout())
+	} else {
+		c, err = compare.Run(sig, m, cf.dir, cmd.OutOrStdout())
+	}
+	if err != nil {
+		return &exitError{harness.ExitFailed, err}
+	}
+	if code := compare.ExitCode(c); code != 0 {
+		why := fmt.Sprintf("%s could not be carried out", words.Plural(c.Errors, "run"))
+		if c.Interrupted {
+			why = "interrupted before every cell ran"
+		}
+		return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(cf.dir, runstore.CompareMarkdown))}
+	}
+	return nil
 }

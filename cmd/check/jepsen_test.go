@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/compare"
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -293,7 +294,7 @@ func TestCompareSharedFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmp reports.Comparison
+	var cmp result.Comparison
 	if err := json.Unmarshal(b, &cmp); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,11 @@
 // Command check tests whether a distributed lock is actually safe: it runs
 // clients through lock → read → write → release against a real lock
 // service while injecting faults, records every op, and checks the history
-// against a model of correctly fenced storage. This package only parses
-// flags and calls the harness; it holds no logic of its own.
+// against a model of correctly fenced storage. This package parses flags,
+// turns bad ones into exit 254, calls harness, compare, models and reports,
+// and maps what they return to exit codes; the one loop of its own is
+// --test-count's (repeat.go), which runs the harness once per seed and
+// keeps the worst outcome.
 package main
 
 import (

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func newCompareMergeCmd() *cobra.Command {
@@ -59,7 +60,7 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 			for _, s := range c.Sources {
 				runs += s.Runs
 			}
-			fmt.Fprintf(w, "merge: %d shard(s), %d run(s): %s\n", len(c.Sources), runs, filepath.Join(out, "compare.html"))
+			fmt.Fprintf(w, "merge: %d shard(s), %d run(s): %s\n", len(c.Sources), runs, filepath.Join(out, runstore.CompareHTML))
 			if len(c.Missing) > 0 {
 				if gone := compare.MissingShards(c); len(gone) > 0 {
 					fmt.Fprintf(w, "merge: shard(s) %s did not come back\n", strings.Join(gone, ", "))
@@ -86,13 +87,13 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 				if len(c.Unfinished) > 0 {
 					why = append(why, fmt.Sprintf("%d run(s) not shown to have finished", len(c.Unfinished)))
 				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", strings.Join(why, ", "), filepath.Join(out, "compare.md"))}
+				return &exitError{code, fmt.Errorf("%s (see %s)", strings.Join(why, ", "), filepath.Join(out, runstore.CompareMarkdown))}
 			default:
 				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
 				if c.Interrupted {
 					why = "a shard was interrupted before every cell ran"
 				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(out, "compare.md"))}
+				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(out, runstore.CompareMarkdown))}
 			}
 		},
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -103,7 +104,7 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 	}
 	if count > 1 {
 		var parts []string
-		for _, word := range []string{"valid", "invalid", "unknown", "failed"} {
+		for _, word := range []string{"valid", "invalid", "unknown", result.Error} {
 			if n := tally[word]; n > 0 {
 				parts = append(parts, fmt.Sprintf("%d %s", n, word))
 			}
@@ -132,5 +133,5 @@ func outcomeWord(code int) string {
 	case harness.ExitUnknown:
 		return string(models.Unknown)
 	}
-	return "failed"
+	return result.Error
 }

@@ -85,178 +85,205 @@ func (s Synthetic) Generate() []history.Op {
 	return out
 }
 
+const (
+	simMs  = int64(1e6)
+	simTTL = 2000 * simMs
+)
+
+// sim is a simulation going on: the locks, the storage, the clients and
+// the queue of what happens next.
+type sim struct {
+	s       Synthetic
+	rng     *rand.Rand
+	locks   []simLock
+	values  []int64
+	fences  []uint64
+	clients []simClient
+	q       simQueue
+	seq     int64
+	index   int64
+	ops     int
+	fn      func(history.Event) error
+	err     error
+}
+
 // Events runs the simulation and hands each event to fn as it happens, in
 // the history's order, so a history of any length can be written without
 // holding it. It stops at fn's first error and returns it.
 func (s Synthetic) Events(fn func(history.Event) error) error {
-	const (
-		ms  = int64(1e6)
-		ttl = 2000 * ms
-	)
-	rng := rand.New(rand.NewPCG(s.Seed, 0x5eed))
-	locks := make([]simLock, s.Keys)
-	values := make([]int64, s.Keys)
-	fences := make([]uint64, s.Keys)
-	for i := range locks {
-		locks[i].holder = -1
+	m := &sim{s: s, fn: fn, rng: rand.New(rand.NewPCG(s.Seed, 0x5eed)),
+		locks: make([]simLock, s.Keys), values: make([]int64, s.Keys), fences: make([]uint64, s.Keys),
+		clients: make([]simClient, s.Clients)}
+	for i := range m.locks {
+		m.locks[i].holder = -1
 	}
-	clients := make([]simClient, s.Clients)
-	var q simQueue
-	var seq int64
-	schedule := func(at int64, c int) {
-		seq++
-		heap.Push(&q, simEvent{at: at, client: c, seq: seq})
+	for c := range m.clients {
+		m.clients[c].process = c
+		m.schedule(int64(m.rng.IntN(5))*simMs, c)
 	}
-	for c := range clients {
-		clients[c].process = c
-		schedule(int64(rng.IntN(5))*ms, c)
-	}
-	var index int64
-	var err error
-	record := func(e history.Event) {
-		if err != nil {
-			return
-		}
-		e.Index = index
-		index++
-		if s.NoTokens {
-			e.Token = 0
-		}
-		err = fn(e)
-	}
-	lat := func() int64 { return ms/2 + rng.Int64N(2*ms) }
-	grant := func(k int, now int64) {
-		l := &locks[k]
-		for len(l.waiting) > 0 {
-			c := l.waiting[0]
-			l.waiting = l.waiting[1:]
-			l.holder = c
-			l.token++
-			l.expires = now + ttl
-			clients[c].token = l.token
-			schedule(now+lat(), c)
-			// Wake the sweep when this lease runs out, in case its holder
-			// never comes back (an unknown outcome retired it).
-			schedule(l.expires+1, -1)
-			return
-		}
-	}
-	ops := 0
-	for q.Len() > 0 && ops < s.Ops && err == nil {
-		ev := heap.Pop(&q).(simEvent)
+	for m.q.Len() > 0 && m.ops < s.Ops && m.err == nil {
+		ev := heap.Pop(&m.q).(simEvent)
 		now := ev.at
 		// Expired leases free their locks for the next waiter.
-		for k := range locks {
-			if l := &locks[k]; l.holder >= 0 && now > l.expires && len(l.waiting) > 0 {
+		for k := range m.locks {
+			if l := &m.locks[k]; l.holder >= 0 && now > l.expires && len(l.waiting) > 0 {
 				l.holder = -1
-				grant(k, now)
+				m.grant(k, now)
 			}
 		}
 		if ev.client < 0 {
 			continue // a sweep only
 		}
-		c := &clients[ev.client]
-		if c.pending != nil {
-			// Complete the op in flight.
-			inv := *c.pending
-			done := inv
-			done.Time = now
-			done.Type = history.OK
-			info := rng.Float64() < s.InfoRate
-			k := c.key
-			l := &locks[k]
-			switch inv.F {
-			case history.Acquire:
-				done.Token = c.token
-			case history.Read:
-				if s.Fenced && c.token < fences[k] {
-					done.Type, done.Error = history.Fail, history.ErrFenced
-				} else {
-					if s.Fenced {
-						fences[k] = c.token
-					}
-					done.Value = history.Int64(values[k])
-					c.read = values[k]
-				}
-			case history.Write:
-				if s.Fenced && c.token < fences[k] {
-					done.Type, done.Error = history.Fail, history.ErrFenced
-				} else if !info || rng.IntN(2) == 0 {
-					if s.Fenced {
-						fences[k] = c.token
-					}
-					values[k] = *inv.Value
-				}
-			case history.Release:
-				if l.holder == ev.client && l.token == c.token {
-					l.holder = -1
-					grant(k, now)
-				} else {
-					done.Type, done.Error = history.Fail, "not the holder"
-				}
-			}
-			if info && inv.F != history.Acquire && done.Type == history.OK {
-				done.Type, done.Value, done.Error = history.Info, nil, "timeout"
-			}
-			record(done)
-			ops++
-			c.pending = nil
-			if done.Type == history.Info {
-				c.process += s.Clients
-				c.step = 0
-				schedule(now+lat(), ev.client)
-				continue
-			}
-			switch {
-			case inv.F == history.Acquire:
-				c.step = 2
-			case inv.F == history.Read && done.Type == history.OK:
-				c.step = 3
-				if rng.Float64() < s.PauseRate {
-					schedule(now+ttl+ttl/2+rng.Int64N(ttl), ev.client) // frozen past the lease
-					continue
-				}
-			case inv.F == history.Read, inv.F == history.Write:
-				c.step = 4
-			default:
-				c.step = 0
-			}
-			schedule(now+rng.Int64N(ms), ev.client)
-			continue
+		if m.clients[ev.client].pending != nil {
+			m.complete(ev.client, now)
+		} else {
+			m.invoke(ev.client, now)
 		}
-		// Invoke the next op.
-		e := history.Event{Process: c.process, Type: history.Invoke, Time: now}
-		switch c.step {
-		case 0:
-			c.key = rng.IntN(s.Keys)
-			e.F, e.Key = history.Acquire, keyName(c.key)
-			record(e)
-			l := &locks[c.key]
-			l.waiting = append(l.waiting, ev.client)
-			c.step = 1
-			if l.holder < 0 {
-				grant(c.key, now)
-			} else if now > l.expires {
-				l.holder = -1
-				grant(c.key, now)
-			}
-			ce := e
-			c.pending = &ce
-			continue // its completion is scheduled when it is granted
-		case 2:
-			e.F, e.Key, e.Token = history.Read, keyName(c.key), c.token
-		case 3:
-			e.F, e.Key, e.Token, e.Prev, e.Value = history.Write, keyName(c.key), c.token, history.Int64(c.read), history.Int64(c.read+1)
-		case 4:
-			e.F, e.Key, e.Token = history.Release, keyName(c.key), c.token
-		}
-		record(e)
-		ce := e
-		c.pending = &ce
-		schedule(now+lat(), ev.client)
 	}
 	// Events were recorded in processing order, which is time order.
-	return err
+	return m.err
+}
+
+func (m *sim) schedule(at int64, c int) {
+	m.seq++
+	heap.Push(&m.q, simEvent{at: at, client: c, seq: m.seq})
+}
+
+func (m *sim) record(e history.Event) {
+	if m.err != nil {
+		return
+	}
+	e.Index = m.index
+	m.index++
+	if m.s.NoTokens {
+		e.Token = 0
+	}
+	m.err = m.fn(e)
+}
+
+// lat is a message's latency.
+func (m *sim) lat() int64 { return simMs/2 + m.rng.Int64N(2*simMs) }
+
+// grant gives lock k to its first waiter.
+func (m *sim) grant(k int, now int64) {
+	l := &m.locks[k]
+	for len(l.waiting) > 0 {
+		c := l.waiting[0]
+		l.waiting = l.waiting[1:]
+		l.holder = c
+		l.token++
+		l.expires = now + simTTL
+		m.clients[c].token = l.token
+		m.schedule(now+m.lat(), c)
+		// Wake the sweep when this lease runs out, in case its holder
+		// never comes back (an unknown outcome retired it).
+		m.schedule(l.expires+1, -1)
+		return
+	}
+}
+
+// complete ends client ci's op in flight and schedules its next step.
+func (m *sim) complete(ci int, now int64) {
+	s, rng := m.s, m.rng
+	c := &m.clients[ci]
+	inv := *c.pending
+	done := inv
+	done.Time = now
+	done.Type = history.OK
+	info := rng.Float64() < s.InfoRate
+	k := c.key
+	l := &m.locks[k]
+	switch inv.F {
+	case history.Acquire:
+		done.Token = c.token
+	case history.Read:
+		if s.Fenced && c.token < m.fences[k] {
+			done.Type, done.Error = history.Fail, history.ErrFenced
+		} else {
+			if s.Fenced {
+				m.fences[k] = c.token
+			}
+			done.Value = history.Int64(m.values[k])
+			c.read = m.values[k]
+		}
+	case history.Write:
+		if s.Fenced && c.token < m.fences[k] {
+			done.Type, done.Error = history.Fail, history.ErrFenced
+		} else if !info || rng.IntN(2) == 0 {
+			if s.Fenced {
+				m.fences[k] = c.token
+			}
+			m.values[k] = *inv.Value
+		}
+	case history.Release:
+		if l.holder == ci && l.token == c.token {
+			l.holder = -1
+			m.grant(k, now)
+		} else {
+			done.Type, done.Error = history.Fail, "not the holder"
+		}
+	}
+	if info && inv.F != history.Acquire && done.Type == history.OK {
+		done.Type, done.Value, done.Error = history.Info, nil, "timeout"
+	}
+	m.record(done)
+	m.ops++
+	c.pending = nil
+	if done.Type == history.Info {
+		c.process += s.Clients
+		c.step = 0
+		m.schedule(now+m.lat(), ci)
+		return
+	}
+	switch {
+	case inv.F == history.Acquire:
+		c.step = 2
+	case inv.F == history.Read && done.Type == history.OK:
+		c.step = 3
+		if rng.Float64() < s.PauseRate {
+			m.schedule(now+simTTL+simTTL/2+rng.Int64N(simTTL), ci) // frozen past the lease
+			return
+		}
+	case inv.F == history.Read, inv.F == history.Write:
+		c.step = 4
+	default:
+		c.step = 0
+	}
+	m.schedule(now+rng.Int64N(simMs), ci)
+}
+
+// invoke starts client ci's next op.
+func (m *sim) invoke(ci int, now int64) {
+	c := &m.clients[ci]
+	e := history.Event{Process: c.process, Type: history.Invoke, Time: now}
+	switch c.step {
+	case 0:
+		c.key = m.rng.IntN(m.s.Keys)
+		e.F, e.Key = history.Acquire, keyName(c.key)
+		m.record(e)
+		l := &m.locks[c.key]
+		l.waiting = append(l.waiting, ci)
+		c.step = 1
+		if l.holder < 0 {
+			m.grant(c.key, now)
+		} else if now > l.expires {
+			l.holder = -1
+			m.grant(c.key, now)
+		}
+		ce := e
+		c.pending = &ce
+		return // its completion is scheduled when it is granted
+	case 2:
+		e.F, e.Key, e.Token = history.Read, keyName(c.key), c.token
+	case 3:
+		e.F, e.Key, e.Token, e.Prev, e.Value = history.Write, keyName(c.key), c.token, history.Int64(c.read), history.Int64(c.read+1)
+	case 4:
+		e.F, e.Key, e.Token = history.Release, keyName(c.key), c.token
+	}
+	m.record(e)
+	ce := e
+	c.pending = &ce
+	m.schedule(now+m.lat(), ci)
 }
 
 func keyName(k int) string { return "k" + strconv.Itoa(k) }

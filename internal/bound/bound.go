@@ -1,4 +1,11 @@
-package models
+// Package bound holds a check to the time and memory it was given: a
+// context that ends at a timeout, or when the heap reaches a limit, with
+// the cause recorded (TimeoutError, MemoryError). It is the only part of
+// the check that touches the process: it sets Go's memory limit, which
+// every check running at once shares, and runs the watchdog that reads the
+// heap. The checker itself (models) stays pure and only reads the
+// context's cause.
+package bound
 
 import (
 	"context"
@@ -6,111 +13,41 @@ import (
 	"fmt"
 	"runtime/debug"
 	"runtime/metrics"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/units"
 )
 
-// TimeoutError ends a check that ran past Options.Timeout.
+// TimeoutError ends a check that ran past its timeout (--check-timeout).
 type TimeoutError struct{ Timeout time.Duration }
 
 func (e *TimeoutError) Error() string {
 	return fmt.Sprintf("the check timed out after %s (--check-timeout); raise it with --check-timeout %s",
-		FormatDuration(e.Timeout), FormatDuration(max(6*e.Timeout, 30*time.Minute)))
+		units.FormatDuration(e.Timeout), units.FormatDuration(max(6*e.Timeout, 30*time.Minute)))
 }
 
-// MemoryError ends a check whose heap reached Options.MemoryLimit.
+// MemoryError ends a check whose heap reached its limit (--check-memory).
 type MemoryError struct{ Limit int64 }
 
 func (e *MemoryError) Error() string {
 	return fmt.Sprintf("the check stopped at its memory bound of %s (--check-memory); raise it with --check-memory %s or check on a bigger machine",
-		FormatBytes(e.Limit), FormatBytes(2*e.Limit))
+		units.FormatBytes(e.Limit), units.FormatBytes(2*e.Limit))
 }
 
-// stopMessage says why a check stopped, in the words a user needs.
-func stopMessage(cause error) string {
-	var te *TimeoutError
-	var me *MemoryError
-	switch {
-	case errors.As(cause, &te), errors.As(cause, &me):
-		return cause.Error()
-	case errors.Is(cause, errTooConcurrent):
-		return cause.Error()
-	}
-	return "the check was interrupted"
-}
-
-// FormatDuration writes d the way a flag takes it, without zero units:
-// 5m, 1h30m, 90s.
-func FormatDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// FormatBytes writes n the way --check-memory takes it: 12GiB, 1.5GiB,
-// 512MiB.
-func FormatBytes(n int64) string {
-	const (
-		kib = 1 << 10
-		mib = 1 << 20
-		gib = 1 << 30
-	)
-	switch {
-	case n >= gib && n%gib == 0:
-		return strconv.FormatInt(n/gib, 10) + "GiB"
-	case n >= gib:
-		return strconv.FormatFloat(float64(n*10/gib)/10, 'f', -1, 64) + "GiB"
-	case n >= mib:
-		return strconv.FormatInt(n/mib, 10) + "MiB"
-	case n >= kib:
-		return strconv.FormatInt(n/kib, 10) + "KiB"
-	}
-	return strconv.FormatInt(n, 10) + "B"
-}
-
-// ParseBytes reads a size as --check-memory takes it: a number with an
-// optional unit B, KiB, MiB, GiB, TiB (or KB, MB, GB, TB, also powers of
-// 1024; K, M, G, T alike).
-func ParseBytes(s string) (int64, error) {
-	t := strings.TrimSpace(s)
-	i := len(t)
-	for i > 0 && (t[i-1] < '0' || t[i-1] > '9') && t[i-1] != '.' {
-		i--
-	}
-	num, unit := t[:i], strings.ToLower(strings.TrimSpace(t[i:]))
-	mult := map[string]float64{"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10,
-		"m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-		"t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}[unit]
-	v, err := strconv.ParseFloat(num, 64)
-	if err != nil || mult == 0 || v < 0 {
-		return 0, fmt.Errorf("%q is not a size: give a number and a unit, e.g. 512MiB or 12GiB", s)
-	}
-	n := v * mult
-	if n > 1<<62 {
-		return 0, fmt.Errorf("%q is too large", s)
-	}
-	return int64(n), nil
-}
-
-// bound derives the check's context: cancelled at the timeout, at the
-// memory limit or with its parent, with the cause recorded. done stops the
-// watchdog and gives the memory limit back.
-func (opts *Options) bound(parent context.Context) (ctx context.Context, done func()) {
+// Context derives a check's context: cancelled at the timeout, at the
+// memory limit (bytes of heap) or with its parent, with the cause
+// recorded; 0 means no bound. done stops the watchdog and gives the memory
+// limit back.
+func Context(parent context.Context, timeout time.Duration, memoryLimit int64) (ctx context.Context, done func()) {
 	ctx, cancel := context.WithCancelCause(parent)
 	var stops []func()
-	if opts.Timeout > 0 {
-		t := time.AfterFunc(opts.Timeout, func() { cancel(&TimeoutError{opts.Timeout}) })
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() { cancel(&TimeoutError{timeout}) })
 		stops = append(stops, func() { t.Stop() })
 	}
-	if opts.MemoryLimit > 0 {
-		stops = append(stops, watchMemory(ctx, cancel, opts.MemoryLimit))
+	if memoryLimit > 0 {
+		stops = append(stops, watchMemory(ctx, cancel, memoryLimit))
 	}
 	return ctx, func() {
 		for _, s := range stops {
