@@ -31,6 +31,9 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	cfg.Nemesis = []string{nemesis.None}
 	cfg.Clients, cfg.Keys = 2, 1
 	cfg.Cluster, cfg.Fencing = registry.ClusterDocker, "all"
+	if cfg.Storage != "" && cfg.Storage != registry.DefaultStorage {
+		cfg.Fencing = "none" // the program's own check is the fence
+	}
 	cfg.TimeLimit, cfg.NemesisInterval, cfg.CheckTimeout = 30*time.Second, 2*time.Second, time.Minute
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 3 // where the backend has a choice; the smallest
@@ -221,6 +224,20 @@ func (t *clientTest) run(ctx context.Context, sys *dockerSystem) {
 		}
 		return ""
 	})
+	if read := sys.finalReader(); read != nil {
+		t.check("the storage itself holds the value written (read by fencecheck, not the client)", func() string {
+			if !held {
+				return "skipped: no lock"
+			}
+			c, cancel := opCtx(long)
+			defer cancel()
+			v, err := read(c, key)
+			if err != nil || v != value+1 {
+				return fmt.Sprintf("want %d, got %d (%v)", value+1, v, err)
+			}
+			return ""
+		})
+	}
 	t.check("unknown op: answered fail", func() string {
 		c, cancel := opCtx(long)
 		defer cancel()

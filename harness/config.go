@@ -173,7 +173,7 @@ func (c *Config) Defaults() {
 	}
 	if c.Name == "" {
 		storage := c.Storage
-		if shared(c.Storage) {
+		if shared(c.Storage) && c.clientStorage() == nil {
 			storage += "-" + c.Fencing
 		}
 		recipe := c.Recipe
@@ -286,8 +286,9 @@ func (c *Config) Validate() error {
 
 // checkClient: --client DIR runs a user's program as every client, so
 // only what that program can talk to is accepted: a Docker cluster, and the
-// fenced storage's HTTP API. The directory and its manifest are read here,
-// before anything is created.
+// fenced storage's HTTP API or a storage the program writes with its own
+// fence check (registry.ClientStorage), where --fencing means nothing. The
+// directory and its manifest are read here, before anything is created.
 func (c *Config) checkClient(b registry.Info) error {
 	if c.ClientDir == "" {
 		c.client = nil
@@ -301,7 +302,13 @@ func (c *Config) checkClient(b registry.Info) error {
 	case c.Given["recipe"]:
 		return usage("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
-		return usage("storage", "with --client the resource is the fenced storage node (%s), whose HTTP API docs/client-protocol.md documents; storage %s is reached only through fencecheck's own recipes. Drop --storage", registry.DefaultStorage, c.Storage)
+		if _, ok := b.ClientStorage(c.Storage); !ok {
+			return usage("storage", "with --client your program writes to the fenced storage node (%s)%s; storage %s is reached only through fencecheck's own recipes (docs/client-protocol.md)",
+				registry.DefaultStorage, orOwn(b.ClientStorageNames()), c.Storage)
+		}
+		if c.Given["fencing"] {
+			return usage("fencing", "with --client and --storage %s your program checks the token itself (its own statement or transaction), and that check is what the run tests; the storage checks nothing of its own, so --fencing has nothing to set. Drop --fencing", c.Storage)
+		}
 	}
 	cl, err := clientdir.Load(c.ClientDir)
 	if err != nil {
@@ -309,6 +316,26 @@ func (c *Config) checkClient(b registry.Info) error {
 	}
 	c.client = cl
 	return nil
+}
+
+// orOwn names the storages a --client program writes to with its own
+// fence check, for a message.
+func orOwn(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " or, with its own fence check, " + registry.OrList(names)
+}
+
+// clientStorage is the storage the --client program writes to with its
+// own fence check, or nil (the fenced storage node, or no --client).
+func (c *Config) clientStorage() *registry.ClientStorage {
+	if c.ClientDir == "" {
+		return nil
+	}
+	b, _ := backendInfo(c.Backend)
+	cs, _ := b.ClientStorage(c.Storage)
+	return cs
 }
 
 // Client is the loaded --client directory, or nil.

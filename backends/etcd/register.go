@@ -14,6 +14,9 @@ func init() {
 	registry.Register(registry.Info{
 		Name: "etcd", Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: 100 * time.Millisecond, Versions: []string{"3.6", "3.4"}, Nodes: []int{3, 5},
+		// A --client program may keep the resource in etcd as well,
+		// behind its own guarded transaction.
+		ClientStorages: map[string]*registry.ClientStorage{"etcd": clientStorage},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Version: s.ServerVersion, TestID: s.TestID}, s.Nodes, nil
 		},
