@@ -15,12 +15,13 @@ import (
 // A user's own fence check, in SQL: --client with --storage postgres runs a
 // program (testdata/sqlclient: kazoo's Lock, psycopg2) that writes the
 // table with its own statements, and fencecheck reads the final values
-// itself. The two decisive known answers, under pause-holder: the seed's
-// conditional UPDATE that checks one row changed is valid; a SELECT of the
-// fence before an UPDATE without the condition is invalid (the frozen
-// holder passed its check before the freeze). Lean: 10 s runs, one client
-// image layer of packages shared by both. The other variants were measured
-// by real runs; docs/client-protocol.md has the commands and verdicts.
+// itself. The two decisive known answers, under pause-holder: the
+// conditional UPDATE (fence < token) that checks one row changed is valid;
+// a SELECT of the fence before an UPDATE without the condition is invalid
+// (the frozen holder passed its check before the freeze). Lean: 10 s runs,
+// one client image layer of packages shared by both. The other variants
+// were measured by real runs; docs/client-protocol.md has the commands and
+// verdicts.
 
 // sqlClient makes a client directory for variant of testdata/sqlclient.
 func sqlClient(t *testing.T, variant string) string {
