@@ -63,6 +63,9 @@ func TestClientOwnStorage(t *testing.T) {
 		if cfg.Name != tc.name {
 			t.Errorf("%s/%s: name %s, want %s", tc.backend, tc.storage, cfg.Name, tc.name)
 		}
+		if cfg.fencingLabel() != "client" {
+			t.Errorf("%s/%s: fencing shown as %q", tc.backend, tc.storage, cfg.fencingLabel())
+		}
 		cs := cfg.clientStorage()
 		if cs == nil || cs.Read == nil || cs.Describe == nil {
 			t.Fatalf("%s/%s: no client storage", tc.backend, tc.storage)

@@ -18,6 +18,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -336,6 +337,16 @@ func (c *Config) clientStorage() *registry.ClientStorage {
 	b, _ := backendInfo(c.Backend)
 	cs, _ := b.ClientStorage(c.Storage)
 	return cs
+}
+
+// fencingLabel says what checks tokens, for the log and the report: the
+// --fencing mode, or "client" where the --client program's own check is
+// the only one.
+func (c *Config) fencingLabel() string {
+	if c.clientStorage() != nil {
+		return lockclient.FencingClient
+	}
+	return c.Fencing
 }
 
 // Client is the loaded --client directory, or nil.

@@ -173,7 +173,7 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
 		return err
 	}
 
-	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
+	logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.fencingLabel())
 	cfg.phase("setup")
 	sys, err := openSystem(stop, &cfg, dir, logf, progress)
 	if err == nil && stop.Err() != nil {
@@ -338,7 +338,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		recipe = cfg.client.Manifest.Name + " (client)"
 	}
 	p := []reports.Param{
-		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
+		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.fencingLabel()},
 		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
 		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(cfg.Nodes)}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
