@@ -20,7 +20,7 @@ func TestClientFlagRefusals(t *testing.T) {
 	}{
 		"memory":  {func(c *Config) { c.Backend, c.Cluster = "memory", "inprocess" }, "--client: the memory backend"},
 		"recipe":  {func(c *Config) { c.Recipe = "redlock"; c.Given["recipe"] = true }, "--recipe: --recipe picks one of fencecheck's own"},
-		"storage": {func(c *Config) { c.Storage = "etcd" }, "--storage: with --client your program writes to the fenced storage node (fenced) or, with its own fence check, postgres; storage etcd"},
+		"storage": {func(c *Config) { c.Storage = "etcd" }, "--storage: backend redis cannot use storage \"etcd\""},
 		"fencing": {func(c *Config) { c.Storage, c.Fencing = "postgres", "writes"; c.Given["fencing"] = true }, "--fencing: with --client and --storage postgres your program checks the token itself"},
 		"missing": {func(c *Config) { c.ClientDir = "/nonexistent" }, "--client: /nonexistent: no such directory"},
 	}

@@ -303,11 +303,13 @@ func (c *Config) checkClient(b registry.Info) error {
 	case c.Given["recipe"]:
 		return usage("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
-		if _, ok := b.ClientStorage(c.Storage); !ok {
+		// A storage this backend cannot use at all is Validate's to refuse.
+		_, ok := b.ClientStorage(c.Storage)
+		if !ok && (shared(c.Storage) || slices.Contains(b.Storages, c.Storage)) {
 			return usage("storage", "with --client your program writes to the fenced storage node (%s)%s; storage %s is reached only through fencecheck's own recipes (docs/client-protocol.md)",
 				registry.DefaultStorage, orOwn(b.ClientStorageNames()), c.Storage)
 		}
-		if c.Given["fencing"] {
+		if ok && c.Given["fencing"] {
 			return usage("fencing", "with --client and --storage %s your program checks the token itself (its own statement or transaction), and that check is what the run tests; the storage checks nothing of its own, so --fencing has nothing to set. Drop --fencing", c.Storage)
 		}
 	}
