@@ -4,7 +4,7 @@ argv[1] says. The harness's Docker test and docs/client-protocol.md use its
 variants as known answers:
 
   conditional         UPDATE ... WHERE key = k AND fence < token, and one row
-                      must have changed: the seed's check (valid)
+                      must have changed (valid)
   select-then-update  SELECT fence, compare, then an UPDATE without the
                       condition: a race between the check and the write
   rowcount-ignored    the conditional UPDATE, but ok whatever it changed
