@@ -20,7 +20,8 @@ func TestClientFlagRefusals(t *testing.T) {
 	}{
 		"memory":  {func(c *Config) { c.Backend, c.Cluster = "memory", "inprocess" }, "--client: the memory backend"},
 		"recipe":  {func(c *Config) { c.Recipe = "redlock"; c.Given["recipe"] = true }, "--recipe: --recipe picks one of fencecheck's own"},
-		"storage": {func(c *Config) { c.Storage = "postgres" }, "--storage: with --client the resource is the fenced storage node"},
+		"storage": {func(c *Config) { c.Storage = "etcd" }, "--storage: backend redis cannot use storage \"etcd\""},
+		"fencing": {func(c *Config) { c.Storage, c.Fencing = "postgres", "writes"; c.Given["fencing"] = true }, "--fencing: with --client and --storage postgres your program checks the token itself"},
 		"missing": {func(c *Config) { c.ClientDir = "/nonexistent" }, "--client: /nonexistent: no such directory"},
 	}
 	for name, tc := range cases {
@@ -38,5 +39,40 @@ func TestClientFlagRefusals(t *testing.T) {
 	}
 	if cfg.Name != "redis-redislock-fenced-none-none" || cfg.Client().Manifest.Name != "redislock" {
 		t.Errorf("name %s", cfg.Name)
+	}
+	if cfg.clientStorage() != nil {
+		t.Error("the fenced storage node is not one the client checks itself")
+	}
+}
+
+// --client with a storage the program writes itself, with its own fence
+// check: PostgreSQL with any backend, etcd with etcd.
+func TestClientOwnStorage(t *testing.T) {
+	for _, tc := range []struct{ backend, storage, name string }{
+		{"zookeeper", "postgres", "zookeeper-redislock-postgres-pause-holder"},
+		{"etcd", "postgres", "etcd-redislock-postgres-pause-holder"},
+		{"etcd", "etcd", "etcd-redislock-etcd-pause-holder"},
+	} {
+		cfg := Config{Backend: tc.backend, Cluster: "docker", Storage: tc.storage, Fencing: "none", Nemesis: []string{"pause-holder"}, Clients: 3, Keys: 1, Nodes: 3,
+			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, NemesisInterval: time.Second, CheckTimeout: time.Minute,
+			Store: t.TempDir(), ClientDir: "../examples/clients/redislock", Given: map[string]bool{}}
+		cfg.Defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("%s/%s: %v", tc.backend, tc.storage, err)
+		}
+		if cfg.Name != tc.name {
+			t.Errorf("%s/%s: name %s, want %s", tc.backend, tc.storage, cfg.Name, tc.name)
+		}
+		if cfg.fencingLabel() != "client" {
+			t.Errorf("%s/%s: fencing shown as %q", tc.backend, tc.storage, cfg.fencingLabel())
+		}
+		cs := cfg.clientStorage()
+		if cs == nil || cs.Read == nil || cs.Describe == nil {
+			t.Fatalf("%s/%s: no client storage", tc.backend, tc.storage)
+		}
+		init := cs.Describe("postgres://postgres@storage:5432/postgres?sslmode=disable", "pw", []string{"http://n1:2379"})
+		if init.Backend != tc.storage || init.Fencing != "client" {
+			t.Errorf("%s/%s: init storage %+v", tc.backend, tc.storage, init)
+		}
 	}
 }

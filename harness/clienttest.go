@@ -33,6 +33,9 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	cfg.Nemesis = []string{nemesis.None}
 	cfg.Clients, cfg.Keys = 2, 1
 	cfg.Cluster, cfg.Fencing = registry.ClusterDocker, "all"
+	if cfg.Storage != "" && cfg.Storage != registry.DefaultStorage {
+		cfg.Fencing = "none" // the program's own check is the fence
+	}
 	cfg.TimeLimit, cfg.NemesisInterval, cfg.CheckTimeout = 30*time.Second, 2*time.Second, time.Minute
 	if cfg.Nodes == 0 {
 		cfg.Nodes = 3 // where the backend has a choice; the smallest
@@ -258,6 +261,20 @@ func (t *clientTest) oneProcess(s *clientSession) {
 		}
 		return ""
 	})
+	if read := s.sys.finalReader(); read != nil {
+		t.check("the storage itself holds the value written (read by fencecheck, not the client)", func() string {
+			if !s.held {
+				return "skipped: no lock"
+			}
+			c, cancel := s.opCtx(clientTestLong)
+			defer cancel()
+			v, err := read(c, key)
+			if err != nil || v != s.value+1 {
+				return fmt.Sprintf("want %d, got %d (%v)", s.value+1, v, err)
+			}
+			return ""
+		})
+	}
 	t.check("unknown op: answered fail", func() string {
 		c, cancel := s.opCtx(clientTestLong)
 		defer cancel()

@@ -22,6 +22,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/internal/units"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -147,7 +148,7 @@ func (c *Config) Defaults() {
 	}
 	if c.Name == "" {
 		storage := c.Storage
-		if registry.IsSharedStorage(c.Storage) {
+		if registry.IsSharedStorage(c.Storage) && c.clientStorage() == nil {
 			storage += "-" + c.Fencing
 		}
 		recipe := c.Recipe
@@ -262,8 +263,9 @@ func (c *Config) Validate() error {
 
 // checkClient: --client DIR runs a user's program as every client, so
 // only what that program can talk to is accepted: a Docker cluster, and the
-// fenced storage's HTTP API. The directory and its manifest are read here,
-// before anything is created.
+// fenced storage's HTTP API or a storage the program writes with its own
+// fence check (registry.ClientStorage), where --fencing means nothing. The
+// directory and its manifest are read here, before anything is created.
 func (c *Config) checkClient(b registry.Info) error {
 	if c.ClientDir == "" {
 		c.client = nil
@@ -277,7 +279,15 @@ func (c *Config) checkClient(b registry.Info) error {
 	case c.Given["recipe"]:
 		return registry.Flagf("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
-		return registry.Flagf("storage", "with --client the resource is the fenced storage node (%s), whose HTTP API docs/client-protocol.md documents; storage %s is reached only through fencecheck's own recipes. Drop --storage", registry.DefaultStorage, c.Storage)
+		// A storage this backend cannot use at all is Validate's to refuse.
+		_, ok := b.ClientStorage(c.Storage)
+		if !ok && (registry.IsSharedStorage(c.Storage) || slices.Contains(b.Storages, c.Storage)) {
+			return registry.Flagf("storage", "with --client your program writes to the fenced storage node (%s)%s; storage %s is reached only through fencecheck's own recipes (docs/client-protocol.md)",
+				registry.DefaultStorage, orOwn(b.ClientStorageNames()), c.Storage)
+		}
+		if ok && c.Given["fencing"] {
+			return registry.Flagf("fencing", "with --client and --storage %s your program checks the token itself (its own statement or transaction), and that check is what the run tests; the storage checks nothing of its own, so --fencing has nothing to set. Drop --fencing", c.Storage)
+		}
 	}
 	cl, err := clientdir.Load(c.ClientDir)
 	if err != nil {
@@ -285,6 +295,36 @@ func (c *Config) checkClient(b registry.Info) error {
 	}
 	c.client = cl
 	return nil
+}
+
+// orOwn names the storages a --client program writes to with its own
+// fence check, for a message.
+func orOwn(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " or, with its own fence check, " + registry.OrList(names)
+}
+
+// clientStorage is the storage the --client program writes to with its
+// own fence check, or nil (the fenced storage node, or no --client).
+func (c *Config) clientStorage() *registry.ClientStorage {
+	if c.ClientDir == "" {
+		return nil
+	}
+	b, _ := registry.Lookup(c.Backend)
+	cs, _ := b.ClientStorage(c.Storage)
+	return cs
+}
+
+// fencingLabel says what checks tokens, for the log and the report: the
+// --fencing mode, or "client" where the --client program's own check is
+// the only one.
+func (c *Config) fencingLabel() string {
+	if c.clientStorage() != nil {
+		return lockclient.FencingClient
+	}
+	return c.Fencing
 }
 
 // Client is the loaded --client directory, or nil.

@@ -41,6 +41,10 @@ type dockerSystem struct {
 	image   string
 	// clientImage is the --client program's image, or "".
 	clientImage string
+	// own is the storage the --client program writes with its own fence
+	// check, or nil; ownInit is its part of the init message.
+	own     *registry.ClientStorage
+	ownInit lockclient.Storage
 	// trace, when set, sees every protocol line (check client-test).
 	trace func(node string, process int, sent bool, line []byte)
 	logf  func(string, ...any)
@@ -174,6 +178,12 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 			return nil, fmt.Errorf("starting the storage (%s) in the storage node: %w", cfg.Storage, err)
 		}
 	}
+	if cs := cfg.clientStorage(); cs != nil {
+		if err := s.prepareClientStorage(ctx, cs, url, secret, db.Endpoints()); err != nil {
+			s.Close(context.Background())
+			return nil, err
+		}
+	}
 	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
 		LeaseTTL: cfg.LeaseTTL, Endpoints: db.Endpoints(), StorageURL: url, Secret: secret}
 	logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
@@ -253,8 +263,11 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 func (s *dockerSystem) initFor(node string, process int) lockclient.Init {
 	init := lockclient.Init{Process: process, Node: node,
 		Service:    lockclient.Service{Backend: s.cfg.Backend, Endpoints: s.spec.Endpoints, Servers: serversOf(s.spec.Endpoints)},
-		Storage:    lockclient.Storage{URL: s.spec.StorageURL, Fencing: s.cfg.Fencing},
+		Storage:    lockclient.Storage{Backend: s.cfg.Storage, URL: s.spec.StorageURL, Fencing: s.cfg.Fencing},
 		LeaseTTLMs: s.cfg.LeaseTTL.Milliseconds()}
+	if s.own != nil {
+		init.Storage = s.ownInit
+	}
 	for k := 0; k < s.cfg.Keys; k++ {
 		init.Keys = append(init.Keys, keyName(k))
 	}
@@ -262,6 +275,35 @@ func (s *dockerSystem) initFor(node string, process int) lockclient.Init {
 		init.Service.User, init.Service.Password = c.Credentials()
 	}
 	return init
+}
+
+// prepareClientStorage readies the storage the --client program writes
+// with its own fence check (a row per key) and keeps its part of init.
+func (s *dockerSystem) prepareClientStorage(ctx context.Context, cs *registry.ClientStorage, url, secret string, endpoints []string) error {
+	var keys []string
+	for k := 0; k < s.cfg.Keys; k++ {
+		keys = append(keys, keyName(k))
+	}
+	if cs.Prepare != nil {
+		if err := cs.Prepare(ctx, s.cluster, keys); err != nil {
+			return fmt.Errorf("readying the storage (%s) for the client: %w", s.cfg.Storage, err)
+		}
+	}
+	s.own, s.ownInit = cs, cs.Describe(url, secret, endpoints)
+	s.logf("storage %s: the client writes it with its own fence check; fencecheck reads the final values itself", s.cfg.Storage)
+	return nil
+}
+
+// finalReader, when the --client program writes a storage with its own
+// fence check, reads a key's value straight from that storage, so the
+// final reads do not take the program's word for what it holds.
+func (s *dockerSystem) finalReader() func(ctx context.Context, key string) (int64, error) {
+	if s.own == nil {
+		return nil
+	}
+	return func(ctx context.Context, key string) (int64, error) {
+		return s.own.Read(ctx, s.cluster, s.spec.Endpoints, key)
+	}
 }
 
 // serversOf reads host and port from each endpoint, in whichever form the

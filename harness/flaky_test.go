@@ -191,3 +191,46 @@ func TestWorkloadEndingWhileAClientStartsIsNoError(t *testing.T) {
 		t.Fatalf("the run failed: %v", err)
 	}
 }
+
+// ownStorage is the in-process system as if its client wrote a storage of
+// its own: the final reads take the value from finalReader, not from the
+// client.
+type ownStorage struct {
+	inProcess
+	value int64
+}
+
+func (s ownStorage) finalReader() func(context.Context, string) (int64, error) {
+	return func(context.Context, string) (int64, error) { return s.value, nil }
+}
+
+// With a storage the client fences itself, the final read's value is
+// fencecheck's own reading of that storage; the lock around it is still
+// the client's.
+func TestFinalReadOfAClientsOwnStorage(t *testing.T) {
+	cfg := memoryConfig(t, "all", "none")
+	cfg.Defaults()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sys := ownStorage{inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}, 42}
+	path := filepath.Join(t.TempDir(), "history.jsonl")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := history.NewRecorder(f)
+	if _, err := finalReads(context.Background(), &cfg, sys, rec, 10); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	events, err := history.ParseFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, _ := history.Pair(events)
+	if len(ops) != 3 || ops[0].F != history.Acquire || ops[0].Type != history.OK || ops[1].F != history.Read ||
+		ops[1].Value == nil || *ops[1].Value != 42 || ops[2].F != history.Release {
+		t.Fatalf("want acquire, a read of 42 (fencecheck's own), release: %+v", ops)
+	}
+}

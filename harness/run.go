@@ -245,7 +245,7 @@ func (r *run) fail(err error) {
 // tears it down.
 func (r *run) setUpAndRun() {
 	cfg := r.cfg
-	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.Fencing)
+	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.fencingLabel())
 	r.phase("setup")
 	sys, err := openSystem(r.stop, cfg, r.runState, r.dir, r.logf, r.progress)
 	if err == nil && r.stop.Err() != nil {
@@ -492,7 +492,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		recipe = cfg.client.Manifest.Name + " (client)"
 	}
 	p := []reports.Param{
-		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.Fencing},
+		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.fencingLabel()},
 		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
 		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(servers(cfg))}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},

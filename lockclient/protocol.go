@@ -79,11 +79,28 @@ type Server struct {
 	Port int    `json:"port"`
 }
 
-// Storage is the fenced storage.
+// Storage is the resource the client writes to: the fenced storage node
+// (Backend "fenced", spoken over HTTP), or a storage the client writes with
+// its own fence check (Backend "postgres": a table; "etcd": keys under a
+// prefix), where Fencing is FencingClient.
 type Storage struct {
-	URL     string `json:"url"`
+	Backend string `json:"backend,omitempty"`
+	URL     string `json:"url,omitempty"`
 	Fencing string `json:"fencing"`
+	// Table is the PostgreSQL table (key, value, fence), User and
+	// Password its credentials.
+	Table    string `json:"table,omitempty"`
+	User     string `json:"user,omitempty"`
+	Password string `json:"password,omitempty"`
+	// Endpoints and Prefix are etcd's: the client keeps key k's value at
+	// Prefix+k.
+	Endpoints []string `json:"endpoints,omitempty"`
+	Prefix    string   `json:"prefix,omitempty"`
 }
+
+// FencingClient is Storage.Fencing for a storage that checks nothing
+// itself: the client's own check (its SQL, its transaction) is the fence.
+const FencingClient = "client"
 
 // Hello is the client's answer to init: ready, or refuse with a reason.
 type Hello struct {

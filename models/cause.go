@@ -44,6 +44,7 @@ func StaleWriteFirst(res Result, ops []history.Op) Result {
 				k.Culprits = append(blamed, k.Culprits...)
 			}
 		}
+		k.Explanation = neverTookEffect(ops, k.Explanation, k.Culprits)
 		if first == "" {
 			first = old
 			if strings.HasPrefix(res.Explanation, old) {
@@ -52,6 +53,55 @@ func StaleWriteFirst(res Result, ops []history.Op) Result {
 		}
 	}
 	return res
+}
+
+// staleAcceptedTail ends the sentence of a write with a token below one
+// already admitted that was acknowledged.
+const staleAcceptedTail = ": a stale lease holder's write was accepted"
+
+// neverTookEffect retells a stale write the check named first when the
+// history shows it never happened: the first read after it was
+// acknowledged, with no other write that could come between, found
+// another value. The fenced-storage model cannot tell such a write from
+// an accepted one (both are an ok write with a lower token), but a client
+// that fences with its own SQL and ignores the row count reports ok for
+// an UPDATE that changed nothing; that is the bug to name. The verdict
+// does not change.
+func neverTookEffect(ops []history.Op, explanation string, culprits []int64) string {
+	w := culprit(ops, culprits)
+	if w == nil || w.F != history.Write || w.Value == nil || !strings.Contains(explanation, staleAcceptedTail) {
+		return explanation
+	}
+	var r *history.Op
+	for i := range ops {
+		o := &ops[i]
+		if o.Key == w.Key && o.F == history.Read && o.Type == history.OK && o.Value != nil && o.Call > w.Ended() &&
+			(r == nil || o.Call < r.Call) {
+			r = o
+		}
+	}
+	if r == nil || *r.Value == *w.Value {
+		return explanation
+	}
+	held := *r.Value == 0 // what the storage held before w, if not the initial 0
+	for i := range ops {
+		o := &ops[i]
+		if o == w || o.Key != w.Key || o.F != history.Write || o.Type == history.Fail {
+			continue
+		}
+		if o.Ended() > w.Call && o.Call < r.Ended() {
+			return explanation // it may have overwritten w's value
+		}
+		if o.Value != nil && *o.Value == *r.Value && o.Call < w.Call {
+			held = true
+		}
+	}
+	if !held {
+		return explanation // the read is not explained by the state before w
+	}
+	return strings.Replace(explanation, staleAcceptedTail, fmt.Sprintf(
+		": the write was acknowledged but never took effect (process %d's read at %s, the next with no write between, found %d, not %s), so the client reported ok for a write its storage never made",
+		r.Process, secs(r.Ended()), *r.Value, i64(w.Value)), 1)
 }
 
 // culprit is the op the check could not place, or nil when it is not

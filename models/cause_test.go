@@ -93,3 +93,35 @@ func TestLostUpdateNotNamedWhenItsValueMayBeLater(t *testing.T) {
 		t.Errorf("named a lost update that was not: %s", got.Keys[0].Explanation)
 	}
 }
+
+// A client that fences with its own SQL and ignores the row count reports
+// ok for an UPDATE that changed nothing: an ok write with a lower token,
+// which the model cannot tell from an accepted stale write. When the next
+// read, with no write between, found the value from before it, the write
+// is named as acknowledged but never taking effect.
+func TestNeverTookEffect(t *testing.T) {
+	v := func(x int64) *int64 { return &x }
+	ops := []history.Op{
+		{Process: 2, Key: "k0", F: history.Write, Type: history.OK, Token: 9, Prev: v(3), Value: v(4), Call: 2e9, Return: 3e9, InvokeIndex: 1},
+		{Process: 1, Key: "k0", F: history.Write, Type: history.OK, Token: 5, Prev: v(3), Value: v(7), Call: 8e9, Return: 9e9, InvokeIndex: 2},
+		{Process: 3, Key: "k0", F: history.Read, Type: history.OK, Token: 11, Value: v(4), Call: 10e9, Return: 11e9, InvokeIndex: 3},
+	}
+	stale := "process 1 wrote 7 with token 5 at 9.00 s after token 9 was admitted at 3.00 s (process 2's write at 3.00 s): a stale lease holder's write was accepted"
+	res := Result{Verdict: Invalid, Explanation: stale, Keys: []KeyResult{{Key: "k0", Verdict: Invalid, Explanation: stale, Culprits: []int64{2, 1}}}}
+	got := StaleWriteFirst(res, ops)
+	want := "process 1 wrote 7 with token 5 at 9.00 s after token 9 was admitted at 3.00 s (process 2's write at 3.00 s): the write was acknowledged but never took effect (process 3's read at 11.00 s, the next with no write between, found 4, not 7), so the client reported ok for a write its storage never made"
+	if got.Keys[0].Explanation != want || got.Explanation != want {
+		t.Errorf("explanation\n%s\nwant\n%s", got.Keys[0].Explanation, want)
+	}
+	// A read that saw the write's value: it took effect.
+	ops[2].Value = v(7)
+	if got := StaleWriteFirst(res, ops); got.Keys[0].Explanation != stale {
+		t.Errorf("a write that took effect was retold: %s", got.Keys[0].Explanation)
+	}
+	// A write in between may have overwritten it: no claim.
+	ops[2].Value = v(4)
+	between := append(ops[:2:2], history.Op{Process: 4, Key: "k0", F: history.Write, Type: history.Info, Token: 12, Value: v(4), Call: 9.5e9, Return: 20e9, InvokeIndex: 4}, ops[2])
+	if got := StaleWriteFirst(res, between); got.Keys[0].Explanation != stale {
+		t.Errorf("retold despite a write between: %s", got.Keys[0].Explanation)
+	}
+}

@@ -15,6 +15,9 @@ func init() {
 		Name: "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: 100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
 		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)"}, Nodes: []int{3, 5},
+		// A --client program may keep the resource in etcd as well,
+		// behind its own guarded transaction.
+		ClientStorages: map[string]*registry.ClientStorage{"etcd": clientStorage},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Version: s.ServerVersion, TestID: s.TestID}, s.Nodes, nil
 		},

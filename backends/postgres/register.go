@@ -34,5 +34,6 @@ func init() {
 			}
 			return NewStorage(spec.StorageURL, spec.Secret, mode)
 		},
+		Client: clientStorage,
 	})
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Setup is what a backend is told about one test: the validated flags that
@@ -107,6 +108,9 @@ type Info struct {
 	// speak to this backend's lock service, e.g. one that lives inside
 	// fencecheck; "" when a client can.
 	ClosedToClients string
+	// ClientStorages are the backend's own storages (of Storages) that a
+	// --client program can write to itself, by name.
+	ClientStorages map[string]*ClientStorage
 
 	// NewDB makes the servers' side for a Docker run and says how many
 	// server nodes it needs. It must not start anything: validation calls
@@ -308,6 +312,54 @@ type StorageKind struct {
 	// Open makes the storage's client in an agent, checking tokens as mode
 	// says where the storage checks them itself.
 	Open func(ctx context.Context, spec backends.ClientSpec, mode fenced.Mode) (fenced.Storage, error)
+	// Client, when set, lets a --client program write to this storage
+	// itself, with its own fence check.
+	Client *ClientStorage
+}
+
+// ClientStorage is a storage a --client program reads and writes itself,
+// with its own fence check (its SQL, its guarded transaction): fencecheck
+// readies it, tells the program where it is and reads the final values
+// itself, so the check judges the program's own fencing. It never checks a
+// token itself.
+type ClientStorage struct {
+	// Prepare readies the storage for the run's keys once the servers and
+	// the storage run (a row per key, value 0, fence 0); optional.
+	Prepare func(ctx context.Context, c *compose.Cluster, keys []string) error
+	// Describe is the storage part of the program's init message, from
+	// what StorageKind.Start returned (url, secret; empty for a backend's
+	// own storage) and the lock service's endpoints.
+	Describe func(url, secret string, endpoints []string) lockclient.Storage
+	// Read reads key's value itself, inside the cluster (a missing key is
+	// 0), given the lock service's endpoints; its error says the value
+	// could not be read.
+	Read func(ctx context.Context, c *compose.Cluster, endpoints []string, key string) (int64, error)
+}
+
+// ClientStorage finds the storage a --client program can write to
+// itself: a shared one, or the backend's own.
+func (b Info) ClientStorage(name string) (*ClientStorage, bool) {
+	if k, ok := storages[name]; ok && k.Client != nil {
+		return k.Client, true
+	}
+	cs, ok := b.ClientStorages[name]
+	return cs, ok && cs != nil
+}
+
+// ClientStorageNames lists the storages a --client program of backend b
+// can write to itself, sorted.
+func (b Info) ClientStorageNames() []string {
+	var out []string
+	for name, k := range storages {
+		if k.Client != nil {
+			out = append(out, name)
+		}
+	}
+	for name := range b.ClientStorages {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 var storages = map[string]StorageKind{}

@@ -23,8 +23,10 @@ handshake, acquire, read, a write stopped at its checkpoint, an unknown op, a
 second process on the same key (kept out while the first holds the lock, its
 acquire answered within its deadline; let in after the release). It prints one
 line per check, and for a check that failed what was expected and the lines
-exchanged. Exit 0 when every check passed, 1 when one failed.`,
-		Example: "  check client-test --client examples/clients/kazoo --backend zookeeper",
+exchanged. With --storage postgres (or etcd) the client writes that storage
+with its own fence check, and fencecheck also reads back what the write left
+there. Exit 0 when every check passed, 1 when one failed.`,
+		Example: "  check client-test --client examples/clients/kazoo --backend zookeeper\n  check client-test --client examples/clients/pg-kazoo --backend zookeeper --storage postgres",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.ClientDir == "" {
@@ -52,6 +54,7 @@ exchanged. Exit 0 when every check passed, 1 when one failed.`,
 	f := cmd.Flags()
 	f.StringVar(&cfg.ClientDir, "client", "", "the client directory (fencecheck-client.json and your program)")
 	f.StringVar(&cfg.Backend, "backend", "", "the lock service: "+registry.OrList(registry.OpenToClients()))
+	f.StringVar(&cfg.Storage, "storage", "", "the resource the client writes: the fenced storage node (default), or a storage it writes with its own fence check (postgres; etcd with --backend etcd)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "the lease the client is told to use")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary for the containers (default: $FENCECHECK_BINARY, else this one)")
 	cmd.SetFlagErrorFunc(flagError)

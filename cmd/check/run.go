@@ -111,7 +111,7 @@ at the newest.` + faultHelp(),
 	f.StringVar(&cfg.Backend, "backend", registry.DefaultBackend(), "lock service: "+backendNames())
 	f.StringVar(&cfg.Recipe, "recipe", "", "lock recipe (default: the backend's first; memory: lease)")
 	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node, default), postgres (a row fenced in SQL, any backend, docker only), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
-	f.StringVar(&cfg.ClientDir, "client", "", "run your own lock client: a directory with fencecheck-client.json and your program (docs/client-protocol.md); fenced storage only")
+	f.StringVar(&cfg.ClientDir, "client", "", "run your own lock client: a directory with fencecheck-client.json and your program (docs/client-protocol.md); on the fenced storage, or with --storage postgres (etcd) writing it with its own fence check")
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
 	f.StringVar(&nemesis, "nemesis", noFaults, "comma list of faults: "+faultNames())
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
