@@ -196,3 +196,9 @@ func (d *DB) Info() map[string]string {
 		"redis persistence": p,
 	}
 }
+
+// ClockCommand prints the server's own wall clock (TIME) as Unix seconds,
+// for the clock faults, which check that a moved clock moved.
+func (d *DB) ClockCommand(string) (cmd, what string) {
+	return fmt.Sprintf(`redis-cli -h 127.0.0.1 -p %d TIME | awk 'NR == 1 { s = $1 } NR == 2 { printf "%%d.%%06d\n", s, $1 }'`, Port), "Redis TIME"
+}
