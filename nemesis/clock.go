@@ -266,8 +266,9 @@ type clocks struct {
 	offset  time.Duration
 	log     func(string, ...any)
 
-	mu    sync.Mutex
-	moved []string // nodes whose file may hold more than the standing offset
+	mu      sync.Mutex
+	moved   []string       // nodes whose file may hold more than the standing offset
+	pending sync.WaitGroup // the readings after a move
 }
 
 func newClocks(env *Env) *clocks {
@@ -281,29 +282,58 @@ func (c *clocks) set(ctx context.Context, node string, by time.Duration) error {
 	return err
 }
 
+// readAll reads the nodes' server clocks at once.
+func (c *clocks) readAll(ctx context.Context, nodes []string) map[string]string {
+	var mu sync.Mutex
+	out := map[string]string{}
+	eachNode(nodes, func(n string) error {
+		r := c.read(ctx, n)
+		mu.Lock()
+		out[n] = r
+		mu.Unlock()
+		return nil
+	})
+	return out
+}
+
 // move jumps the nodes' clocks by c.offset (on top of their standing
-// offsets), reading each server's clock before and after.
-func (c *clocks) move(ctx context.Context, label string, nodes []string) error {
+// offsets). before are the server clocks read beforehand (nil reads them
+// now). The clocks are read again after the jump in the background, so
+// that the fault's interval in the history starts when the jump is in
+// place, not one more exec later; restore waits for that reading.
+func (c *clocks) move(ctx context.Context, label string, nodes []string, before map[string]string) error {
 	c.mu.Lock()
 	c.moved = appendOnce(c.moved, nodes...)
 	c.mu.Unlock()
 	// Docker cannot stop an exec: the files are written whatever happens.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	return eachNode(nodes, func(n string) error {
-		before := c.read(ctx, n)
+	if before == nil {
+		before = c.readAll(ctx, nodes)
+	}
+	err := eachNode(nodes, func(n string) error {
 		if err := c.set(ctx, n, c.offset); err != nil {
 			return fmt.Errorf("%s: moving %s's clock: %w", label, n, err)
 		}
-		after := c.read(ctx, n)
-		c.log("%s: %s's clock moved by %s: server clock %s before, %s after", label, n, formatOffset(c.offset), before, after)
 		return nil
 	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	c.pending.Go(func() {
+		defer cancel()
+		after := c.readAll(ctx, nodes)
+		for _, n := range nodes {
+			c.log("%s: %s's clock moved by %s s: server clock %s before, %s after", label, n, formatOffset(c.offset), before[n], after[n])
+		}
+	})
+	return nil
 }
 
 // restore writes back the standing offset of every node moved, a jump
 // backwards, and reads the clocks again.
 func (c *clocks) restore(ctx context.Context, label string) error {
+	c.pending.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var mu sync.Mutex
@@ -393,7 +423,7 @@ func (j *ClockJump) Name() string { return "clock-jump" }
 
 func (j *ClockJump) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 	nodes := pickTargets(rng, j.servers, j.Targets)
-	if err := j.move(ctx, j.Name(), nodes); err != nil {
+	if err := j.move(ctx, j.Name(), nodes, nil); err != nil {
 		return nil, err
 	}
 	return clockLabels(nodes, j.offset), nil

@@ -84,6 +84,9 @@ func (q *ClockJumpQuorum) Start(ctx context.Context, rng *rand.Rand) ([]string, 
 		return nil, err
 	}
 	q.log("%s: %s cut off from %v; waiting for it to take the lock on the other %d servers", q.Name(), slot, sorted(minority), len(reached))
+	// The clock is read now, so that the jump follows the acquire as
+	// closely as one exec can.
+	before := q.readAll(ctx, []string{jumped})
 	wait := q.WaitHolder
 	if wait == 0 {
 		wait = 10 * time.Second
@@ -98,7 +101,7 @@ func (q *ClockJumpQuorum) Start(ctx context.Context, rng *rand.Rand) ([]string, 
 		q.log("%s: %s took no lock within %s", q.Name(), slot, wait)
 		return nil, nil
 	}
-	if err := q.move(ctx, q.Name(), []string{jumped}); err != nil {
+	if err := q.move(ctx, q.Name(), []string{jumped}, before); err != nil {
 		return nil, err
 	}
 	targets := []string{slot}
