@@ -102,7 +102,8 @@ func init() {
 		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag, targetsFlag},
 		Check: checkClockJump, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
-			return &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name]}, nil
+			return &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
+				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}, nil
 		}})
 	Register(Kind{Name: "clock-skew", Summary: "run the servers with different wall-clock offsets (spread over ± --clock-offset) for the whole run",
 		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag},
@@ -412,18 +413,30 @@ func clockLabels(nodes []string, by time.Duration) []string {
 }
 
 // ClockJump moves some servers' wall clocks forward (or back) by the
-// offset until Stop, which jumps them back to true time.
+// offset until Stop, which jumps them back to true time. It aims, as
+// pause-holder does: it reads the clocks, waits until a client holds the
+// lock, and jumps then. A jump between two holds moves only the clock
+// that times the next lease from its start, and proves nothing; a jump
+// inside a hold makes the holder's lease expire early on the moved
+// servers while the holder still believes in it.
 type ClockJump struct {
 	*clocks
 	// Targets is the --clock-targets set ("" draws one each time).
 	Targets string
+	// Holder waits for the slot of a client holding a lease now; ""
+	// when ctx ends first.
+	Holder func(ctx context.Context) string
 }
 
 func (j *ClockJump) Name() string { return "clock-jump" }
 
 func (j *ClockJump) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 	nodes := pickTargets(rng, j.servers, j.Targets)
-	if err := j.move(ctx, j.Name(), nodes, nil); err != nil {
+	before := j.readAll(ctx, nodes)
+	if j.Holder != nil && j.Holder(ctx) == "" {
+		return nil, nil
+	}
+	if err := j.move(ctx, j.Name(), nodes, before); err != nil {
 		return nil, err
 	}
 	return clockLabels(nodes, j.offset), nil
