@@ -98,12 +98,17 @@ var (
 )
 
 func init() {
-	Register(Kind{Name: "clock-jump", Summary: "jump the wall clock of some servers (--clock-targets) forward by --clock-offset until heal, which jumps it back",
-		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag, targetsFlag},
+	Register(Kind{Name: "clock-jump", Summary: "jump the wall clock of some servers (--clock-targets) by --clock-offset while a holder's write is under way; heal jumps it back",
+		Needs: Needs{Docker: true, Servers: 1, CutsClient: true}, Flags: []Flag{offsetFlag, targetsFlag},
 		Check: checkClockJump, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
-			return &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
-				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}, nil
+			j := &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
+				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}
+			if env.Hold != nil {
+				j.Aim = &clockAim{Hold: env.Hold, MaxWait: HoldPause(env.Settings)}
+				env.Observe(j.Aim.Observe)
+			}
+			return j, nil
 		}})
 	Register(Kind{Name: "clock-skew", Summary: "run the servers with different wall-clock offsets (spread over ± --clock-offset) for the whole run",
 		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag},
@@ -424,8 +429,10 @@ type ClockJump struct {
 	// Targets is the --clock-targets set ("" draws one each time).
 	Targets string
 	// Holder waits for the slot of a client holding a lease now; ""
-	// when ctx ends first.
+	// when ctx ends first. Used when Aim is nil.
 	Holder func(ctx context.Context) string
+	// Aim, when set, makes the jump at a holder's write failpoint.
+	Aim *clockAim
 }
 
 func (j *ClockJump) Name() string { return "clock-jump" }
@@ -433,6 +440,13 @@ func (j *ClockJump) Name() string { return "clock-jump" }
 func (j *ClockJump) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 	nodes := pickTargets(rng, j.servers, j.Targets)
 	before := j.readAll(ctx, nodes)
+	if j.Aim != nil {
+		jumped, err := j.Aim.at(ctx, func() error { return j.move(ctx, j.Name(), nodes, before) })
+		if err != nil || !jumped {
+			return nil, err
+		}
+		return clockLabels(nodes, j.offset), nil
+	}
 	if j.Holder != nil && j.Holder(ctx) == "" {
 		return nil, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/history"
 )
 
 // The clock faults are refused, with the reason, where libfaketime cannot
@@ -121,5 +123,44 @@ func TestPrepareScript(t *testing.T) {
 		if !strings.Contains(s, want) {
 			t.Errorf("prepare script lacks %q:\n%s", want, s)
 		}
+	}
+}
+
+// clock-jump's aim: the jump is made while the holder waits at its write
+// failpoint, and the holder's write goes out once another client has
+// taken the lock.
+func TestClockAimJumpsAtTheFailpointAndWaitsForATakeover(t *testing.T) {
+	a := &clockAim{Hold: &Hold{}, MaxWait: 5 * time.Second}
+	jumped := make(chan struct{})
+	done := make(chan bool, 1)
+	go func() {
+		ok, err := a.at(t.Context(), func() error { close(jumped); return nil })
+		done <- ok && err == nil
+	}()
+	for !a.armed.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	a.Observe(history.Event{Process: 1, Type: history.OK, F: history.Read})
+	hook := a.Hold.Hook(1, 5*time.Second)
+	if hook == nil {
+		t.Fatal("the reader was not claimed")
+	}
+	wrote := make(chan struct{})
+	go func() { hook("write-checked"); close(wrote) }()
+	<-jumped
+	select {
+	case <-wrote:
+		t.Fatal("the holder wrote before anyone took over")
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.Observe(history.Event{Process: 1, Type: history.OK, F: history.Acquire}) // itself: no takeover
+	a.Observe(history.Event{Process: 2, Type: history.OK, F: history.Acquire})
+	select {
+	case <-wrote:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the holder was not let go after the takeover")
+	}
+	if !<-done {
+		t.Error("at reported no jump")
 	}
 }
