@@ -130,6 +130,10 @@ func init() {
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			q := &ClockJumpQuorum{clocks: newClocks(env), Slots: env.Slots, SlotOf: env.SlotOf}
 			env.Observe(q.Observe)
+			if env.Hold != nil {
+				q.Aim = &clockAim{Hold: env.Hold, MaxWait: HoldPause(env.Settings), Pick: q.heldSinceCut}
+				env.Observe(q.Aim.Observe)
+			}
 			return q, nil
 		}})
 }

@@ -24,6 +24,9 @@ import (
 type clockAim struct {
 	Hold    *Hold
 	MaxWait time.Duration
+	// Pick, when set, says which readers may be stopped (every one when
+	// nil).
+	Pick func(process int) bool
 
 	armed atomic.Bool
 	once  sync.Once
@@ -49,7 +52,7 @@ func (a *clockAim) Observe(e history.Event) {
 	}
 	switch e.F {
 	case history.Read:
-		if a.Hold == nil || !a.armed.CompareAndSwap(true, false) {
+		if a.Hold == nil || (a.Pick != nil && !a.Pick(e.Process)) || !a.armed.CompareAndSwap(true, false) {
 			return
 		}
 		c := a.Hold.Claim(e.Process)

@@ -20,10 +20,13 @@ import (
 // paused or could notice anything.
 //
 // Start cuts a client slot drawn at random off from a random minority of
-// the servers, waits (up to WaitHolder) until a process of that slot takes
-// the lock, then jumps the clock of one server it still reaches. Its
-// targets name the slot, the servers cut from it and the server whose
-// clock jumped. Stop heals the cut and jumps the clock back.
+// the servers, waits (up to WaitHolder) until a process of that slot has
+// taken the lock since, then jumps the clock of one server it still
+// reaches, aimed as clock-jump aims (clockAim): while that process waits
+// at its write failpoint, after its last lease check, and until another
+// client has taken the lock. Its targets name the slot, the servers cut
+// from it and the server whose clock jumped. Stop heals the cut and jumps
+// the clock back.
 type ClockJumpQuorum struct {
 	*clocks
 	Slots  func(ctx context.Context) ([]string, error)
@@ -33,11 +36,15 @@ type ClockJumpQuorum struct {
 	// tries again later.
 	WaitHolder time.Duration
 
+	// Aim, when set, makes the jump at the cut holder's write failpoint.
+	Aim *clockAim
+
 	cut Partition
 
 	mu       sync.Mutex
 	watching string        // the cut slot, while Start waits for it
 	acquired chan struct{} // closed when it takes the lock
+	cutHeld  map[int]bool  // processes of the cut slot that took the lock since the cut
 }
 
 func (q *ClockJumpQuorum) Name() string { return "clock-jump-quorum" }
@@ -51,9 +58,22 @@ func (q *ClockJumpQuorum) Observe(e history.Event) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.watching != "" && q.SlotOf(e.Process) == q.watching {
-		q.watching = ""
-		close(q.acquired)
+		if q.cutHeld == nil {
+			q.cutHeld = map[int]bool{}
+		}
+		q.cutHeld[e.Process] = true
+		if q.acquired != nil {
+			close(q.acquired)
+			q.acquired = nil
+		}
 	}
+}
+
+// heldSinceCut says whether process took the lock while cut off.
+func (q *ClockJumpQuorum) heldSinceCut(process int) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.cutHeld[process]
 }
 
 func (q *ClockJumpQuorum) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
@@ -70,11 +90,11 @@ func (q *ClockJumpQuorum) Start(ctx context.Context, rng *rand.Rand) ([]string, 
 
 	acquired := make(chan struct{})
 	q.mu.Lock()
-	q.watching, q.acquired = slot, acquired
+	q.watching, q.acquired, q.cutHeld = slot, acquired, nil
 	q.mu.Unlock()
 	defer func() {
 		q.mu.Lock()
-		q.watching = ""
+		q.watching, q.acquired = "", nil
 		q.mu.Unlock()
 	}()
 	q.cut.Label, q.cut.Cluster = q.Name(), q.cluster
@@ -101,7 +121,13 @@ func (q *ClockJumpQuorum) Start(ctx context.Context, rng *rand.Rand) ([]string, 
 		q.log("%s: %s took no lock within %s", q.Name(), slot, wait)
 		return nil, nil
 	}
-	if err := q.move(ctx, q.Name(), []string{jumped}, before); err != nil {
+	jump := func() error { return q.move(ctx, q.Name(), []string{jumped}, before) }
+	if q.Aim != nil {
+		aimed, err := q.Aim.at(ctx, jump)
+		if err != nil || !aimed {
+			return nil, err
+		}
+	} else if err := jump(); err != nil {
 		return nil, err
 	}
 	targets := []string{slot}
