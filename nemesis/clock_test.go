@@ -153,8 +153,14 @@ func TestClockAimJumpsAtTheFailpointAndWaitsForATakeover(t *testing.T) {
 		t.Fatal("the holder wrote before anyone took over")
 	case <-time.After(50 * time.Millisecond):
 	}
-	a.Observe(history.Event{Process: 1, Type: history.OK, F: history.Acquire}) // itself: no takeover
+	a.Observe(history.Event{Process: 1, Type: history.OK, F: history.Read}) // itself: no takeover
 	a.Observe(history.Event{Process: 2, Type: history.OK, F: history.Acquire})
+	select {
+	case <-wrote:
+		t.Fatal("the holder wrote before the new holder read")
+	case <-time.After(50 * time.Millisecond):
+	}
+	a.Observe(history.Event{Process: 2, Type: history.OK, F: history.Read})
 	select {
 	case <-wrote:
 	case <-time.After(2 * time.Second):

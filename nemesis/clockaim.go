@@ -13,7 +13,9 @@ import (
 // a pause: a client that read under a lease is stopped at its
 // write-checked failpoint (it has passed its lease check), the jump is
 // made there, and its write waits until another client has taken the
-// lock — at most MaxWait — and then goes out. A jump that a holder's
+// lock and read under it — at most MaxWait — and then goes out. (Let go
+// at the other's acquire, the stale write could still land before the
+// other's read, and nothing would be lost.) A jump that a holder's
 // keepalive notices before the holder writes, or one that lands between
 // two holds, ends no lease early that anyone still acts on.
 //
@@ -34,7 +36,7 @@ type clockAim struct {
 
 	mu       sync.Mutex
 	watched  int           // the stopped holder, while a takeover is awaited
-	takeover chan struct{} // closed when another process acquires
+	takeover chan struct{} // closed when another process reads
 }
 
 type aimPick struct {
@@ -50,8 +52,15 @@ func (a *clockAim) Observe(e history.Event) {
 	if e.IsNemesis() || e.Type != history.OK {
 		return
 	}
-	switch e.F {
-	case history.Read:
+	if e.F == history.Read {
+		a.mu.Lock()
+		if a.takeover != nil && e.Process != a.watched {
+			close(a.takeover)
+			a.takeover = nil
+			a.mu.Unlock()
+			return
+		}
+		a.mu.Unlock()
 		if a.Hold == nil || (a.Pick != nil && !a.Pick(e.Process)) || !a.armed.CompareAndSwap(true, false) {
 			return
 		}
@@ -61,13 +70,6 @@ func (a *clockAim) Observe(e history.Event) {
 		default:
 			c.Release()
 		}
-	case history.Acquire:
-		a.mu.Lock()
-		if a.takeover != nil && e.Process != a.watched {
-			close(a.takeover)
-			a.takeover = nil
-		}
-		a.mu.Unlock()
 	}
 }
 
