@@ -84,7 +84,7 @@ var (
 			}
 			return fmt.Errorf("%q is no target set (accepted: one, minority, majority, all, random)", v)
 		}}
-	periodFlag = Flag{Name: "clock-strobe-period", Usage: "how often clock-strobe flips a server's clock between true time and the offset (default 200ms)",
+	periodFlag = Flag{Name: "clock-strobe-period", Usage: "how long one forward-and-back cycle of clock-strobe takes (default 200ms)",
 		Check: func(v string) error {
 			if v == "" {
 				return nil
@@ -114,7 +114,7 @@ func init() {
 		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag},
 		Check: checkClock, Prepare: prepareClock(skewOffsets),
 		Build: func(_ context.Context, env *Env) (Fault, error) { return &ClockSkew{clocks: newClocks(env)}, nil }})
-	Register(Kind{Name: "clock-strobe", Summary: "flip one server's wall clock between true time and --clock-offset every --clock-strobe-period while held",
+	Register(Kind{Name: "clock-strobe", Summary: "flip one server's wall clock forward by --clock-offset and back, one cycle every --clock-strobe-period, while held",
 		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag, periodFlag},
 		Check: checkClock, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
