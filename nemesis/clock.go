@@ -470,9 +470,10 @@ func (s *ClockSkew) Name() string { return "clock-skew" }
 
 func (s *ClockSkew) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 	var out []string
+	read := s.readAll(ctx, s.servers)
 	for _, n := range s.servers {
 		off := standingOffset(s.cluster, n)
-		s.log("clock-skew: %s's standing offset %s s: server clock %s", n, formatOffset(off), s.read(ctx, n))
+		s.log("clock-skew: %s's standing offset %s s: server clock %s", n, formatOffset(off), read[n])
 		out = append(out, fmt.Sprintf("%s clock %s s", n, formatOffset(off)))
 	}
 	return out, nil
