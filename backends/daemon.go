@@ -17,8 +17,10 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // StartDaemon starts cmd in node as a long-running server whose output goes
 // to LogDir/name.log, and whose pid is kept in LogDir/name.pid so Kill can
-// find it.
+// find it. A fault's environment for the node's servers (the clock faults'
+// libfaketime, see compose.Cluster.SetServerEnv) comes first.
 func StartDaemon(ctx context.Context, c *compose.Cluster, node, name string, cmd []string, opts compose.ExecOptions) error {
+	opts.Env = append(c.ServerEnv(node), opts.Env...)
 	var q []string
 	for _, a := range cmd {
 		q = append(q, shellQuote(a))

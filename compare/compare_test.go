@@ -117,6 +117,43 @@ func TestExpandCompareFullPreset(t *testing.T) {
 	}
 }
 
+// The kleppmann preset: the clock faults beside pause-holder, on the
+// recipes of docs/kleppmann-redlock.md's table; where a clock fault cannot
+// reach the servers (etcd) the cell says why instead of running.
+func TestExpandCompareKleppmannPreset(t *testing.T) {
+	for _, be := range []string{"redis", "postgres", "etcd", "zookeeper"} {
+		if _, ok := registry.Lookup(be); !ok {
+			t.Skipf("%s is not built in", be)
+		}
+	}
+	m, err := Expand(Spec{Preset: "kleppmann", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(m.Faults, []string{"clock-jump", "clock-jump-quorum", "clock-strobe", "pause-holder"}) || m.Base.Work != time.Second ||
+		m.Base.Options["clock-targets"] != "majority" || !m.Base.StopOnViolation {
+		t.Errorf("faults %v, base %+v", m.Faults, m.Base)
+	}
+	var recipes []string
+	for _, r := range m.Rows {
+		if r.Fencing == "none" {
+			recipes = append(recipes, r.Backend+":"+r.Recipe)
+		}
+	}
+	if len(recipes) != 5 || recipes[0] != "redis:redlock" || recipes[2] != "postgres:lease" {
+		t.Errorf("rows %v", recipes)
+	}
+	for _, r := range m.Rows {
+		why := m.Applicable(r, "clock-jump")
+		if (r.Backend == "etcd") != (why != "") {
+			t.Errorf("%s under clock-jump: %q", r, why)
+		}
+		if r.Backend == "etcd" && !strings.Contains(why, "static Go binary") {
+			t.Errorf("etcd's clock cell does not say why: %q", why)
+		}
+	}
+}
+
 func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	if _, ok := registry.Lookup("etcd"); !ok {
 		t.Skip("etcd is not built in")

@@ -37,7 +37,7 @@ import (
 // Spec is `check compare`'s selection of the matrix, as the flags
 // give it. Empty fields take the preset's values, else the defaults.
 type Spec struct {
-	// Preset is "", "quick", "full" or "jepsen-etcd".
+	// Preset is "", "quick", "full", "jepsen-etcd" or "kleppmann".
 	Preset string
 	// Backends are backend names, or backend:recipe for one recipe. A bare
 	// name means the backend's default recipe under the quick preset and
@@ -67,7 +67,7 @@ type Spec struct {
 }
 
 // Presets are the accepted --preset values.
-var Presets = []string{"quick", "full", "jepsen-etcd"}
+var Presets = []string{"quick", "full", "jepsen-etcd", "kleppmann"}
 
 // jepsenEtcdBase is what the jepsen-etcd preset changes in every run: the
 // setup of the lock test in Jepsen's analysis of etcd 3.4.3 (2 s leases, 5
@@ -78,6 +78,15 @@ func jepsenEtcdBase(base *harness.Config) {
 	base.Hold = 2 * time.Second
 	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
 	base.ServerVersion = "3.4"
+}
+
+// kleppmannBase is what the kleppmann preset changes in every run: a
+// critical section of a second, so that a clock jump lands inside a hold,
+// and clock-jump moving a majority of the servers, the simpler form of
+// Kleppmann's case against Redlock (docs/kleppmann-redlock.md).
+func kleppmannBase(base *harness.Config) {
+	base.Work = time.Second
+	base.Options = map[string]string{"clock-targets": nemesis.TargetsMajority}
 }
 
 // DefaultBase is what every run of a comparison shares: the root
@@ -210,6 +219,9 @@ func expandBase(spec Spec) harness.Config {
 		// The damage is measured over the whole run, as Jepsen's is.
 		fullTime = true
 	}
+	if spec.Preset == "kleppmann" {
+		kleppmannBase(&base)
+	}
 	b := spec.Base
 	base.Clients = cmp.Or(b.Clients, base.Clients)
 	base.Keys = cmp.Or(b.Keys, base.Keys)
@@ -266,6 +278,12 @@ func presetLists(spec Spec) (lists, error) {
 		l.faults = []string{"pause-leader"}
 		l.runs = 10
 		l.timeLimit = 30 * time.Second
+	case "kleppmann":
+		if len(l.backends) == 0 {
+			l.backends = []string{"redis:redlock", "redis:setnx", "postgres:lease", "etcd", "zookeeper"}
+		}
+		l.everyRecipe = false
+		l.faults = []string{"clock-jump", "clock-jump-quorum", "clock-strobe", "pause-holder"}
 	default:
 		return l, registry.Flagf("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
 	}

@@ -28,8 +28,9 @@ type Cluster struct {
 	privKnown bool
 	privOK    bool
 
-	startMu sync.Mutex
-	starts  map[string]*startGate // per node
+	startMu   sync.Mutex
+	starts    map[string]*startGate // per node
+	serverEnv map[string][]string   // per node, see SetServerEnv
 }
 
 // startGate keeps a pause of a node from landing while a process is being

@@ -41,6 +41,7 @@ func (s *dockerSystem) describeTo(env *nemesis.Env) {
 	}
 	env.Settings = s.cfg.faultSettings(true, len(servers))
 	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.cluster, servers, compose.StorageNode, s.db
+	env.Log = s.logf
 }
 
 // buildFaults turns --nemesis into faults over sys.

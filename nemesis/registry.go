@@ -23,14 +23,10 @@ package nemesis
 //     after a kill;
 //   - the run's settings every fault may read (Settings).
 //
-// A clock-jump fault, say, would be clock.go: Register(Kind{Name:
-// "clock-jump", Needs: Needs{Docker: true, Servers: 1}, Flags:
-// []Flag{{Name: "clock-offset", Check: parse as a duration}}, Prepare:
-// install the time shim in every server node so that each server start
-// runs under it, Build: a Fault whose Start moves one server's clock by
-// Settings.Options["clock-offset"] and whose Stop puts it back}), with
-// clock_test.go beside it; the harness, the CLI and --help pick it up as
-// they are.
+// clock.go is such a fault: its flags (--clock-offset, --clock-targets),
+// a Prepare step that has the cluster start every server under
+// libfaketime, and Faults that rewrite a node's offset file; the harness,
+// the CLI and --help pick it up as they are.
 //
 // The registry never imports the harness or a backend, and never starts
 // anything when asked what a fault accepts.
@@ -157,8 +153,16 @@ type Env struct {
 	Storage string
 	// DB is the lock service's servers.
 	DB DB
+	// Log writes a line to the run's log (check.log); may be nil.
+	Log func(format string, args ...any)
 
 	holders *Holders
+}
+
+func (e *Env) logf(format string, args ...any) {
+	if e.Log != nil {
+		e.Log(format, args...)
+	}
 }
 
 // Slots lists the client slots c1..cN.
@@ -215,7 +219,7 @@ var kinds = map[string]Kind{}
 
 // refused are words that name no fault on purpose, with the reason.
 var refused = map[string]string{
-	"clock": "clock faults cannot be injected per container: every container shares the host's clock, so a skew in one moves every clock; there is no honest way to run it here",
+	"clock": "there is no fault called clock: the clock faults are clock-jump, clock-skew, clock-strobe and clock-jump-quorum",
 }
 
 // Register adds a fault; each fault's file calls it from init.

@@ -162,3 +162,11 @@ func parseVersion(node, out string) (backends.ServerVersion, error) {
 	}
 	return backends.ServerVersion{Answer: answer, Version: v}, nil
 }
+
+// ClockCommand prints the server's own wall clock (clock_timestamp()) as
+// Unix seconds, for the clock faults, which check that a moved clock
+// moved.
+func (d *DB) ClockCommand(string) (cmd, what string) {
+	return fmt.Sprintf(`runuser -u %s -- %s/psql -X -A -t -q -h %s -p %d -d %s -c 'select extract(epoch from clock_timestamp())'`,
+		User, BinDir, SocketDir, Port, Database), "PostgreSQL clock_timestamp()"
+}

@@ -220,3 +220,9 @@ func parseInfoVersion(node, out string) (backends.ServerVersion, error) {
 }
 
 var redisVersion = regexp.MustCompile(`(?m)^redis_version:(.*)$`)
+
+// ClockCommand prints the server's own wall clock (TIME) as Unix seconds,
+// for the clock faults, which check that a moved clock moved.
+func (d *DB) ClockCommand(string) (cmd, what string) {
+	return fmt.Sprintf(`redis-cli -h 127.0.0.1 -p %d TIME | awk 'NR == 1 { s = $1 } NR == 2 { printf "%%d.%%06d\n", s, $1 }'`, Port), "Redis TIME"
+}

@@ -47,8 +47,11 @@ faults pause-holder, pause, partition and kill, 3 runs); jepsen-etcd (Jepsen's
 etcd 3.4.3 lock experiment: etcd lock-rpc on Debian's etcd 3.4, 5 nodes, 5
 clients, lease 2s, a critical section of 10ms plus 0-2s, the leader paused for
 5s every 5s, storages fenced (fencing none and all) and etcd, 10 full-length
-runs of 30s each; see docs/jepsen-etcd.md). Flags given override the preset's
-values.
+runs of 30s each; see docs/jepsen-etcd.md); kleppmann (the clock faults against
+Redlock and the other recipes: redis redlock and setnx, postgres lease, etcd and
+zookeeper × clock-jump on a majority, clock-jump-quorum, clock-strobe and
+pause-holder × fencing none and all, a critical section of 1s; see
+docs/kleppmann-redlock.md). Flags given override the preset's values.
 
 --shard I/N runs only the I-th of N slices of the matrix's (cell, run) pairs
 (the same cut on every machine, balanced by each run's expected time) and
@@ -62,6 +65,7 @@ on bad arguments.`,
 		Example: `  check compare --preset quick
   check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
   check compare --preset jepsen-etcd
+  check compare --preset kleppmann
   check compare --backends memory --faults pause-holder,pause --time-limit 10s
   check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s
   check compare --preset quick --seed 42 --shard 2/3 --store shard-2   # one job of a CI matrix

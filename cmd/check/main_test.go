@@ -92,7 +92,7 @@ func TestBadArgumentsExit254AndNameTheFlag(t *testing.T) {
 		}
 	}
 	_, _, stderr := runCLI(t, "--nemesis", "clock")
-	if !strings.Contains(stderr, "shares the host's clock") {
+	if !strings.Contains(stderr, "the clock faults are clock-jump") {
 		t.Errorf("--nemesis clock does not explain why: %q", stderr)
 	}
 }
