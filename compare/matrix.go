@@ -45,8 +45,14 @@ type Spec struct {
 	// Storages: default fenced (full: fenced, etcd, postgres). A backend
 	// gets the shared storages and those of its own that are listed.
 	Storages []string
-	Faults   []string // default pause-holder
-	Fencing  []string // default none,all (full: none,writes,all)
+	// Faults are the columns (default pause-holder); a+b is one column
+	// whose schedule draws a or b for each injection.
+	Faults []string
+	// LeaseChecks are what the built-in client checks of its lease, one
+	// row each (default all: the careful client; none: it trusts its
+	// grant).
+	LeaseChecks []string
+	Fencing     []string // default none,all (full: none,writes,all)
 	// Runs per cell (default 1; full: 3); TimeLimit per run (default 20s;
 	// quick: 15s).
 	Runs      int
@@ -75,6 +81,7 @@ var Presets = []string{"quick", "full", "jepsen-etcd"}
 func jepsenEtcdBase(base *harness.Config) {
 	base.Nodes, base.Clients, base.LeaseTTL = 5, 5, 2*time.Second
 	base.Hold = 2 * time.Second
+	base.ClientEndpoints = harness.ClientEndpointsOne
 	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
 	base.ServerVersion = "3.4"
 }
@@ -104,11 +111,27 @@ type Row struct {
 	Backend, Recipe, Storage, Fencing string
 	Cluster                           registry.Cluster
 	Client                            string
+	// LeaseCheck is the built-in client's --lease-check ("" or all: the
+	// careful client).
+	LeaseCheck string
 }
 
 func (r Row) String() string {
-	return fmt.Sprintf("%s %s %s %s", r.Backend, r.Recipe, r.Storage, r.Fencing)
+	return fmt.Sprintf("%s %s %s %s", r.Backend, r.RecipeLabel(), r.Storage, r.Fencing)
 }
+
+// RecipeLabel is the recipe as the tables show it: a client that trusts
+// its grant is marked.
+func (r Row) RecipeLabel() string {
+	if r.LeaseCheck == registry.LeaseCheckNone {
+		return r.Recipe + " (trusting: lease-check none)"
+	}
+	return r.Recipe
+}
+
+// FaultList is a column's --nemesis list: a+b is a and b, one of them
+// drawn for each injection.
+func FaultList(column string) []string { return strings.Split(column, "+") }
 
 // Matrix is an expanded, validated comparison: every row runs
 // under every fault Runs times.
@@ -120,6 +143,10 @@ type Matrix struct {
 	TimeLimit time.Duration
 	Seed      int64
 	Base      harness.Config
+	// bindWhereAble: the preset binds each client to one server, and a
+	// backend that cannot be bound (Info.OneEndpoint false) runs with
+	// every endpoint instead of being refused.
+	bindWhereAble bool
 }
 
 // Applicable says why a row cannot run under a fault ("" when it can).
@@ -146,7 +173,11 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	if cfg.ClientDir = r.Client; r.Client != "" {
 		cfg.Recipe = "" // the backend's default sets up its servers; the client is the recipe
 	}
-	cfg.Nemesis = []string{fault}
+	cfg.Nemesis = FaultList(fault)
+	cfg.LeaseCheck = r.LeaseCheck
+	if b, ok := backendInfo(r.Backend); ok && m.bindWhereAble && !b.OneEndpoint {
+		cfg.ClientEndpoints = harness.ClientEndpointsAll
+	}
 	cfg.TimeLimit = m.TimeLimit
 	cfg.Seed = m.Seed + int64(run)
 	cfg.Store = store
@@ -182,6 +213,8 @@ func Expand(spec Spec) (*Matrix, error) {
 	base.StopOnViolation = !fullTime
 	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
+	m.bindWhereAble = b.ClientEndpoints == "" && base.ClientEndpoints == harness.ClientEndpointsOne
+	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
 	m.Base = base
 
 	// The preset's values, then the flags over them.
@@ -192,6 +225,9 @@ func Expand(spec Spec) (*Matrix, error) {
 		fencing     = []string{"none", "all"}
 		runs        = 1
 		timeLimit   = 20 * time.Second
+		leaseChecks = []string{registry.LeaseCheckAll}
+		// keep, when set, drops rows a preset does not need.
+		keep func(Row) bool
 	)
 	switch spec.Preset {
 	case "":
@@ -216,9 +252,17 @@ func Expand(spec Spec) (*Matrix, error) {
 			spec.Backends = []string{"etcd:lock-rpc"}
 		}
 		storages = []string{"fenced", "etcd"}
-		faults = []string{"pause-leader"}
+		faults = []string{"pause-leader+pause-all"}
 		runs = 10
 		timeLimit = 30 * time.Second
+		// The trusting client in every cell; the careful one beside it
+		// where the storage checks nothing, to show what its checks buy.
+		leaseChecks = []string{registry.LeaseCheckNone, registry.LeaseCheckAll}
+		if len(spec.LeaseChecks) == 0 {
+			keep = func(r Row) bool {
+				return r.LeaseCheck == registry.LeaseCheckNone || (r.Storage == registry.DefaultStorage && r.Fencing == string(fenced.None))
+			}
+		}
 	default:
 		return nil, usage("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
 	}
@@ -234,6 +278,17 @@ func Expand(spec Spec) (*Matrix, error) {
 	}
 	if len(spec.Fencing) > 0 {
 		fencing = spec.Fencing
+	}
+	if len(spec.LeaseChecks) > 0 {
+		leaseChecks = spec.LeaseChecks
+	}
+	for _, lc := range leaseChecks {
+		if !slices.Contains(registry.LeaseChecks, lc) {
+			return nil, usage("lease-checks", "unknown lease check %q (accepted: %s)", lc, strings.Join(registry.LeaseChecks, ", "))
+		}
+	}
+	if dup := firstDuplicate(leaseChecks); dup != "" {
+		return nil, usage("lease-checks", "%s is listed twice", dup)
 	}
 	if spec.Runs != 0 {
 		runs = spec.Runs
@@ -258,8 +313,9 @@ func Expand(spec Spec) (*Matrix, error) {
 		return nil, usage("fencing", "%s is listed twice", dup)
 	}
 	for _, f := range faults {
-		// Each column is one fault: the registry knows the words.
-		if err := nemesis.CheckNames([]string{f}); err != nil {
+		// Each column is one fault, or faults joined by +: the registry
+		// knows the words.
+		if err := nemesis.CheckNames(FaultList(f)); err != nil {
 			return nil, usage("faults", "%v", err)
 		}
 	}
@@ -331,11 +387,16 @@ func Expand(spec Spec) (*Matrix, error) {
 				if !shared {
 					fs = []string{"none"} // the backend guards it itself
 				}
-				for _, f := range fs {
-					r := Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster}
-					if !seen[r] {
-						seen[r] = true
-						m.Rows = append(m.Rows, r)
+				for _, lc := range leaseChecks {
+					if lc == registry.LeaseCheckAll {
+						lc = "" // the default: rows read as they always did
+					}
+					for _, f := range fs {
+						r := Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster, LeaseCheck: lc}
+						if !seen[r] && (keep == nil || keep(r)) {
+							seen[r] = true
+							m.Rows = append(m.Rows, r)
+						}
 					}
 				}
 			}

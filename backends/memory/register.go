@@ -13,6 +13,7 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "memory", Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
+		AllEndpoints:    "the memory backend has one lock server (lockd), so every client already speaks to that one",
 		ClosedToClients: "the memory backend runs its own in-process lock service, which no outside client can speak to",
 		MinTTL:          50 * time.Millisecond,
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {

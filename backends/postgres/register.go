@@ -13,7 +13,8 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "postgres", Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL: MinTTL,
+		AllEndpoints: "PostgreSQL runs one server, so every client already speaks to that one",
+		MinTTL:       MinTTL,
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil
 		},

@@ -11,7 +11,8 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "zookeeper", Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL: MinTTL, Nodes: []int{3, 5},
+		OneEndpoint: true, // every server of the ensemble serves sessions and forwards writes to the leader
+		MinTTL:      MinTTL, Nodes: []int{3, 5},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{TTL: s.LeaseTTL}, s.Nodes, nil
 		},
