@@ -24,6 +24,9 @@ type ClientSpec struct {
 	// Secret carries a generated credential (a database password). It
 	// never reaches the history, the reports or the logs.
 	Secret string `json:"secret,omitempty"`
+	// LeaseCheck is "none" for a client that trusts its grant
+	// (--lease-check none); "" or "all" is the careful client.
+	LeaseCheck string `json:"lease_check,omitempty"`
 	// Process is the history's process id, for naming sessions.
 	Process int `json:"process"`
 }

@@ -162,25 +162,32 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Row{docker("etcd", "lock-rpc", "fenced", "none"), docker("etcd", "lock-rpc", "fenced", "all"), docker("etcd", "lock-rpc", "etcd", "none")}
+	trusting := func(r Row) Row { r.LeaseCheck = "none"; return r }
+	want := []Row{trusting(docker("etcd", "lock-rpc", "fenced", "none")), trusting(docker("etcd", "lock-rpc", "fenced", "all")),
+		docker("etcd", "lock-rpc", "fenced", "none"), trusting(docker("etcd", "lock-rpc", "etcd", "none"))}
 	if !slices.Equal(m.Rows, want) {
 		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)
 	}
-	if !slices.Equal(m.Faults, []string{"pause-leader"}) || m.Runs != 10 || m.TimeLimit != 30*time.Second {
+	if !slices.Equal(m.Faults, []string{"pause-leader+pause-all"}) || m.Runs != 10 || m.TimeLimit != 30*time.Second {
 		t.Errorf("faults %v, runs %d, time limit %s", m.Faults, m.Runs, m.TimeLimit)
 	}
 	b := m.Base
 	if b.Nodes != 5 || b.Clients != 5 || b.Keys != 1 || b.LeaseTTL != 2*time.Second || b.Work != 10*time.Millisecond || b.Hold != 2*time.Second ||
-		b.PauseDuration != 5*time.Second || b.NemesisInterval != 5*time.Second || b.ServerVersion != "3.4" || b.StopOnViolation {
+		b.PauseDuration != 5*time.Second || b.NemesisInterval != 5*time.Second || b.ServerVersion != "3.4" || b.StopOnViolation ||
+		b.ClientEndpoints != "one" {
 		t.Errorf("base %+v", b)
 	}
-	cfg := m.Config(m.Rows[2], "pause-leader", 0, "/s")
+	cfg := m.Config(m.Rows[3], m.Faults[0], 0, "/s")
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ServerVersion != "3.4" || cfg.PauseDuration != 5*time.Second || cfg.Storage != "etcd" || cfg.StopOnViolation {
+	if cfg.ServerVersion != "3.4" || cfg.PauseDuration != 5*time.Second || cfg.Storage != "etcd" || cfg.StopOnViolation ||
+		cfg.LeaseCheck != "none" || cfg.ClientEndpoints != "one" || !slices.Equal(cfg.Nemesis, []string{"pause-leader", "pause-all"}) {
 		t.Errorf("config %+v", cfg)
+	}
+	if cfg := m.Config(m.Rows[2], m.Faults[0], 0, "/s"); cfg.LeaseCheck != "" {
+		t.Errorf("the careful row runs with lease check %q", cfg.LeaseCheck)
 	}
 
 	// Flags given override the preset; --full-time is the preset's anyway.
@@ -192,8 +199,18 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	if m.Runs != 2 || m.TimeLimit != 5*time.Second || m.Base.Nodes != 3 || m.Base.LeaseTTL != 3*time.Second || m.Base.Hold != time.Second || m.Base.StopOnViolation {
 		t.Errorf("runs %d, time limit %s, base %+v", m.Runs, m.TimeLimit, m.Base)
 	}
-	if !hasRow(m, docker("etcd", "mutex", "fenced", "all")) || !hasRow(m, docker("redis", "setnx", "fenced", "none")) {
+	if !hasRow(m, trusting(docker("etcd", "mutex", "fenced", "all"))) || !hasRow(m, trusting(docker("redis", "setnx", "fenced", "none"))) {
 		t.Errorf("rows %v", m.Rows)
+	}
+	// Redis cannot be bound to one server: the preset gives it every one.
+	if cfg := m.Config(trusting(docker("redis", "setnx", "fenced", "none")), m.Faults[0], 0, "/s"); cfg.ClientEndpoints != "all" {
+		t.Errorf("redis under the preset: client endpoints %q", cfg.ClientEndpoints)
+	}
+	if _, err := Expand(Spec{Preset: "jepsen-etcd", LeaseChecks: []string{"sometimes"}}); err == nil || !strings.Contains(err.Error(), "accepted: all, none") {
+		t.Errorf("a bad --lease-checks: %v", err)
+	}
+	if _, err := Expand(Spec{Faults: []string{"pause-leader+nope"}, Backends: []string{"etcd"}}); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("a bad fault in a + column: %v", err)
 	}
 	// A backend with one server build runs without the preset's version.
 	for _, r := range m.Rows {

@@ -46,8 +46,14 @@ type Spec struct {
 	// Storages: default fenced (full: fenced, etcd, postgres). A backend
 	// gets the shared storages and those of its own that are listed.
 	Storages []string
-	Faults   []string // default pause-holder
-	Fencing  []string // default none,all (full: none,writes,all)
+	// Faults are the columns (default pause-holder); a+b is one column
+	// whose schedule draws a or b for each injection.
+	Faults []string
+	// LeaseChecks are what the built-in client checks of its lease, one
+	// row each (default all: the careful client; none: it trusts its
+	// grant).
+	LeaseChecks []string
+	Fencing     []string // default none,all (full: none,writes,all)
 	// Runs per cell (default 1; full: 3); TimeLimit per run (default 20s;
 	// quick: 15s).
 	Runs      int
@@ -76,6 +82,7 @@ var Presets = []string{"quick", "full", "jepsen-etcd", "kleppmann"}
 func jepsenEtcdBase(base *harness.Config) {
 	base.Nodes, base.Clients, base.LeaseTTL = 5, 5, 2*time.Second
 	base.Hold = 2 * time.Second
+	base.ClientEndpoints = harness.ClientEndpointsOne
 	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
 	base.ServerVersion = "3.4"
 }
@@ -114,11 +121,27 @@ type Row struct {
 	Backend, Recipe, Storage, Fencing string
 	Cluster                           registry.Cluster
 	Client                            string
+	// LeaseCheck is the built-in client's --lease-check ("" or all: the
+	// careful client).
+	LeaseCheck string
 }
 
 func (r Row) String() string {
-	return fmt.Sprintf("%s %s %s %s", r.Backend, r.Recipe, r.Storage, r.Fencing)
+	return fmt.Sprintf("%s %s %s %s", r.Backend, r.RecipeLabel(), r.Storage, r.Fencing)
 }
+
+// RecipeLabel is the recipe as the tables show it: a client that trusts
+// its grant is marked.
+func (r Row) RecipeLabel() string {
+	if r.LeaseCheck == registry.LeaseCheckNone {
+		return r.Recipe + " (trusting: lease-check none)"
+	}
+	return r.Recipe
+}
+
+// FaultList is a column's --nemesis list: a+b is a and b, one of them
+// drawn for each injection.
+func FaultList(column string) []string { return strings.Split(column, "+") }
 
 // Matrix is an expanded, validated comparison: every row runs
 // under every fault Runs times.
@@ -130,6 +153,10 @@ type Matrix struct {
 	TimeLimit time.Duration
 	Seed      int64
 	Base      harness.Config
+	// bindWhereAble: the preset binds each client to one server, and a
+	// backend that cannot be bound (Info.OneEndpoint false) runs with
+	// every endpoint instead of being refused.
+	bindWhereAble bool
 }
 
 // Applicable says why a row cannot run under a fault ("" when it can).
@@ -156,7 +183,11 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	if cfg.ClientDir = r.Client; r.Client != "" {
 		cfg.Recipe = "" // the backend's default sets up its servers; the client is the recipe
 	}
-	cfg.Nemesis = []string{fault}
+	cfg.Nemesis = FaultList(fault)
+	cfg.LeaseCheck = r.LeaseCheck
+	if b, ok := registry.Lookup(r.Backend); ok && m.bindWhereAble && !b.OneEndpoint {
+		cfg.ClientEndpoints = harness.ClientEndpointsAll
+	}
 	cfg.TimeLimit = m.TimeLimit
 	cfg.Seed = m.Seed + int64(run)
 	cfg.Store = store
@@ -171,6 +202,7 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 // front; errors are *harness.UsageError naming the flag.
 func Expand(spec Spec) (*Matrix, error) {
 	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec)}
+	m.bindWhereAble = spec.Base.ClientEndpoints == "" && m.Base.ClientEndpoints == harness.ClientEndpointsOne
 	l, err := presetLists(spec)
 	if err != nil {
 		return nil, err
@@ -181,7 +213,7 @@ func Expand(spec Spec) (*Matrix, error) {
 	m.Runs, m.TimeLimit, m.Faults = l.runs, l.timeLimit, l.faults
 	seen := map[Row]bool{}
 	add := func(r Row) {
-		if !seen[r] {
+		if !seen[r] && (l.keep == nil || l.keep(r)) {
 			seen[r] = true
 			m.Rows = append(m.Rows, r)
 		}
@@ -236,6 +268,7 @@ func expandBase(spec Spec) harness.Config {
 	base.StopOnViolation = !fullTime
 	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
+	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
 	return base
 }
 
@@ -246,12 +279,16 @@ type lists struct {
 	backends, storages, faults, fencing []string
 	runs                                int
 	timeLimit                           time.Duration
+	leaseChecks                         []string
+	// keep, when set, drops rows a preset does not need.
+	keep func(Row) bool
 }
 
 // presetLists is the preset's lists with the spec's over them.
 func presetLists(spec Spec) (lists, error) {
 	l := lists{everyRecipe: true, storages: []string{"fenced"}, faults: []string{"pause-holder"},
-		fencing: []string{"none", "all"}, runs: 1, timeLimit: 20 * time.Second, backends: spec.Backends}
+		fencing: []string{"none", "all"}, runs: 1, timeLimit: 20 * time.Second, backends: spec.Backends,
+		leaseChecks: []string{registry.LeaseCheckAll}}
 	switch spec.Preset {
 	case "":
 	case "quick":
@@ -275,9 +312,17 @@ func presetLists(spec Spec) (lists, error) {
 			l.backends = []string{"etcd:lock-rpc"}
 		}
 		l.storages = []string{"fenced", "etcd"}
-		l.faults = []string{"pause-leader"}
+		l.faults = []string{"pause-leader+pause-all"}
 		l.runs = 10
 		l.timeLimit = 30 * time.Second
+		// The trusting client in every cell; the careful one beside it
+		// where the storage checks nothing, to show what its checks buy.
+		l.leaseChecks = []string{registry.LeaseCheckNone, registry.LeaseCheckAll}
+		if len(spec.LeaseChecks) == 0 {
+			l.keep = func(r Row) bool {
+				return r.Client != "" || r.LeaseCheck == registry.LeaseCheckNone || (r.Storage == registry.DefaultStorage && r.Fencing == string(fenced.None))
+			}
+		}
 	case "kleppmann":
 		if len(l.backends) == 0 {
 			l.backends = []string{"redis:redlock", "redis:setnx", "postgres:lease", "etcd", "zookeeper"}
@@ -298,6 +343,9 @@ func presetLists(spec Spec) (lists, error) {
 	}
 	if len(spec.Fencing) > 0 {
 		l.fencing = spec.Fencing
+	}
+	if len(spec.LeaseChecks) > 0 {
+		l.leaseChecks = spec.LeaseChecks
 	}
 	if spec.Runs != 0 {
 		l.runs = spec.Runs
@@ -325,9 +373,18 @@ func (l lists) check() error {
 	if dup := firstDuplicate(l.fencing); dup != "" {
 		return registry.Flagf("fencing", "%s is listed twice", dup)
 	}
+	for _, lc := range l.leaseChecks {
+		if !slices.Contains(registry.LeaseChecks, lc) {
+			return registry.Flagf("lease-checks", "unknown lease check %q (accepted: %s)", lc, strings.Join(registry.LeaseChecks, ", "))
+		}
+	}
+	if dup := firstDuplicate(l.leaseChecks); dup != "" {
+		return registry.Flagf("lease-checks", "%s is listed twice", dup)
+	}
 	for _, f := range l.faults {
-		// Each column is one fault: the registry knows the words.
-		if err := nemesis.CheckNames([]string{f}); err != nil {
+		// Each column is one fault, or faults joined by +: the registry
+		// knows the words.
+		if err := nemesis.CheckNames(FaultList(f)); err != nil {
 			return registry.Flagf("faults", "%v", err)
 		}
 	}
@@ -390,8 +447,13 @@ func (l lists) builtinRows(add func(Row)) error {
 				if !shared {
 					fs = []string{"none"} // the backend guards it itself
 				}
-				for _, f := range fs {
-					add(Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster})
+				for _, lc := range l.leaseChecks {
+					if lc == registry.LeaseCheckAll {
+						lc = "" // the default: rows read as they always did
+					}
+					for _, f := range fs {
+						add(Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster, LeaseCheck: lc})
+					}
 				}
 			}
 		}

@@ -38,6 +38,14 @@ type Config struct {
 	Keys    int
 	Cluster registry.Cluster
 	Nodes   int
+	// LeaseCheck is what a built-in client checks of its lease:
+	// registry.LeaseCheckAll (the default, the careful client) or
+	// registry.LeaseCheckNone (it trusts its grant, as Jepsen's did).
+	LeaseCheck string
+	// ClientEndpoints is "all" (every client is given every server) or
+	// "one" (process p speaks only to server p mod n, as Jepsen's
+	// clients did); ClientEndpointsAll when empty.
+	ClientEndpoints string
 	// ServerVersion picks the server build where there are several.
 	ServerVersion string
 	Seed          int64
@@ -126,6 +134,12 @@ func (c *Config) Defaults() {
 		if c.Cluster == "" {
 			c.Cluster = b.Clusters[0]
 		}
+		if c.LeaseCheck == "" {
+			c.LeaseCheck = registry.LeaseCheckAll
+		}
+		if c.ClientEndpoints == "" {
+			c.ClientEndpoints = ClientEndpointsAll
+		}
 		if c.ServerVersion == "" || c.ServerVersion == registry.DefaultVersion {
 			// What the run records: the default's name where there is a
 			// choice, "default" where the backend has one build.
@@ -152,6 +166,9 @@ func (c *Config) Defaults() {
 			storage += "-" + c.Fencing
 		}
 		recipe := c.Recipe
+		if c.LeaseCheck == registry.LeaseCheckNone {
+			recipe += "-trusting"
+		}
 		if c.ClientDir != "" {
 			// The client's name, when the manifest can be read; Validate
 			// reports it when it cannot.
@@ -202,6 +219,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.checkOptions(b); err != nil {
+		return err
+	}
+	if err := c.checkClientSide(b); err != nil {
 		return err
 	}
 	mode, err := fenced.ParseMode(c.Fencing)
@@ -396,6 +416,58 @@ func (c *Config) checkOptions(b registry.Info) error {
 		}
 	}
 	return nil
+}
+
+// Client endpoints: which servers each client is given (--client-endpoints).
+const (
+	ClientEndpointsAll = "all"
+	ClientEndpointsOne = "one"
+)
+
+// checkClientSide checks --lease-check and --client-endpoints: what the
+// built-in client checks of its lease, and which servers each client
+// speaks to.
+func (c *Config) checkClientSide(b registry.Info) error {
+	if !slices.Contains(registry.LeaseChecks, c.LeaseCheck) {
+		return registry.Flagf("lease-check", "unknown value %q (accepted: %s)", c.LeaseCheck, strings.Join(registry.LeaseChecks, ", "))
+	}
+	if c.ClientDir != "" && c.Given["lease-check"] {
+		return registry.Flagf("lease-check", "with --client your program is the recipe, and what it checks of its lease is its own; drop --lease-check")
+	}
+	switch c.ClientEndpoints {
+	case ClientEndpointsAll:
+	case ClientEndpointsOne:
+		if !b.OneEndpoint {
+			return registry.Flagf("client-endpoints", "one: %s; drop the flag (or use --backend %s)", b.AllEndpoints, registry.OrList(oneEndpointBackends()))
+		}
+		if c.Cluster == registry.ClusterInProcess {
+			return registry.Flagf("client-endpoints", "an in-process run has no servers to bind a client to; drop the flag (or run on --cluster docker)")
+		}
+	default:
+		return registry.Flagf("client-endpoints", "unknown value %q (accepted: %s, %s)", c.ClientEndpoints, ClientEndpointsAll, ClientEndpointsOne)
+	}
+	return nil
+}
+
+// oneEndpointBackends names the backends whose clients can be bound to one
+// server.
+func oneEndpointBackends() []string {
+	var out []string
+	for _, b := range registry.All() {
+		if b.OneEndpoint {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// EndpointsOf is what process is given of the service's endpoints: all of
+// them, or with ClientEndpointsOne only endpoint process mod n.
+func EndpointsOf(mode string, endpoints []string, process int) []string {
+	if mode != ClientEndpointsOne || len(endpoints) == 0 {
+		return endpoints
+	}
+	return endpoints[process%len(endpoints):][:1]
 }
 
 func joinClusters(cs []registry.Cluster) string {

@@ -185,7 +185,7 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 		}
 	}
 	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
-		LeaseTTL: cfg.LeaseTTL, Endpoints: db.Endpoints(), StorageURL: url, Secret: secret}
+		LeaseTTL: cfg.LeaseTTL, LeaseCheck: cfg.LeaseCheck, Endpoints: db.Endpoints(), StorageURL: url, Secret: secret}
 	logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
 	return s, nil
 }
@@ -207,6 +207,7 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 		// The spec goes in on stdin, not argv: it may carry a password.
 		spec := s.spec
 		spec.Process = process
+		spec.Endpoints = EndpointsOf(s.cfg.ClientEndpoints, s.spec.Endpoints, process)
 		b, err := json.Marshal(spec)
 		if err != nil {
 			return nil, err
@@ -261,8 +262,9 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 // initFor is the init message of a process in node: everything a client
 // needs, credentials included where the backend has them.
 func (s *dockerSystem) initFor(node string, process int) lockclient.Init {
+	eps := EndpointsOf(s.cfg.ClientEndpoints, s.spec.Endpoints, process)
 	init := lockclient.Init{Process: process, Node: node,
-		Service:    lockclient.Service{Backend: s.cfg.Backend, Endpoints: s.spec.Endpoints, Servers: serversOf(s.spec.Endpoints)},
+		Service:    lockclient.Service{Backend: s.cfg.Backend, Endpoints: eps, Servers: serversOf(eps)},
 		Storage:    lockclient.Storage{Backend: s.cfg.Storage, URL: s.spec.StorageURL, Fencing: s.cfg.Fencing},
 		LeaseTTLMs: s.cfg.LeaseTTL.Milliseconds()}
 	if s.own != nil {

@@ -72,7 +72,7 @@ func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sys := &flakySystem{inProcess: inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}, rng: rand.New(rand.NewPCG(1, 2))}
+	sys := &flakySystem{inProcess: inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}, rng: rand.New(rand.NewPCG(1, 2))}
 	dir := t.TempDir()
 	path := filepath.Join(dir, "history.jsonl")
 	f, err := os.Create(path)
@@ -138,7 +138,7 @@ func TestFinalReadLostRetiresItsProcess(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sys := lostReads{inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}}
+	sys := lostReads{inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}}
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	f, err := os.Create(path)
 	if err != nil {
@@ -183,7 +183,7 @@ func TestWorkloadEndingWhileAClientStartsIsNoError(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sys := slowStart{inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}, cfg.Clients}
+	sys := slowStart{inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}, cfg.Clients}
 	rec := history.NewRecorder(io.Discard)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -213,7 +213,7 @@ func TestFinalReadOfAClientsOwnStorage(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	sys := ownStorage{inProcess{memory.NewInProcess(cfg.LeaseTTL, "all")}, 42}
+	sys := ownStorage{inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}, 42}
 	path := filepath.Join(t.TempDir(), "history.jsonl")
 	f, err := os.Create(path)
 	if err != nil {

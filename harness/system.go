@@ -24,7 +24,24 @@ type System interface {
 
 // inProcess adapts a backend's in-process system: its slots are what the
 // nemesis freezes.
-type inProcess struct{ registry.InProcess }
+type inProcess struct {
+	registry.InProcess
+	leaseCheck string
+}
+
+// NewClient opens the backend's in-process client, set up for the run's
+// lease check as an agent's client is.
+func (s inProcess) NewClient(ctx context.Context, slot int) (backends.Client, error) {
+	c, err := s.InProcess.NewClient(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	if err := registry.ApplyLeaseCheck(c, s.leaseCheck); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
 
 func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 
@@ -33,7 +50,7 @@ func openSystem(ctx context.Context, cfg *Config, st *runState, dir string, logf
 	b, _ := registry.Lookup(cfg.Backend)
 	switch {
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
-		return inProcess{b.InProcess(cfg.setup(""))}, nil
+		return inProcess{b.InProcess(cfg.setup("")), cfg.LeaseCheck}, nil
 	case cfg.Cluster == registry.ClusterDocker:
 		return openDocker(ctx, cfg, st, dir, logf, progress)
 	}

@@ -19,7 +19,7 @@ func TestRegistryDescribesEveryFault(t *testing.T) {
 	if names[0] != None {
 		t.Errorf("names start with %q, want none first", names[0])
 	}
-	for _, want := range []string{"pause", "pause-holder", "pause-server", "pause-leader", "partition", "partition-one",
+	for _, want := range []string{"pause", "pause-holder", "pause-server", "pause-leader", "pause-all", "partition", "partition-one",
 		"partition-halves", "partition-ring", "partition-bridge", "partition-primary", "partition-client",
 		"partition-client-storage", "kill", "kill-leader", "latency"} {
 		if !slices.Contains(names, want) {
@@ -61,6 +61,8 @@ func TestCheckSaysWhatTheClusterCannotInject(t *testing.T) {
 		{"partition", docker(2), ""},
 		{"kill", docker(1), ""},
 		{"pause-leader", docker(3), ""},
+		{"pause-all", docker(5), ""},
+		{"pause-all", inProcess, "--cluster docker"},
 	} {
 		err := Check(tc.fault, tc.s)
 		var un *Unavailable
@@ -104,6 +106,7 @@ func TestHoldForAsksEachFault(t *testing.T) {
 	hold := HoldFor(s)
 	for name, want := range map[string]time.Duration{
 		"pause": 4 * time.Second, "pause-holder": 4 * time.Second, "pause-server": 4 * time.Second, "pause-leader": 4 * time.Second,
+		"pause-all": 4 * time.Second,
 		"partition": 10 * time.Second, "kill": 10 * time.Second, "latency": 10 * time.Second,
 	} {
 		if got := hold(named(name)); got != want {

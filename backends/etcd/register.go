@@ -13,7 +13,8 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL: 100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
+		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)
+		MinTTL:      100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
 		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)"}, Nodes: []int{3, 5},
 		// A --client program may keep the resource in etcd as well,
 		// behind its own guarded transaction.

@@ -19,11 +19,29 @@ type Guard struct {
 	// Check is the client's lease check: nil while it believes it holds
 	// key with token (see backends.Leases.Check).
 	Check func(key string, token uint64) error
+	// Trust makes the client trust its grant, as Jepsen's etcd client did
+	// (--lease-check none): Check still runs (an in-process client's
+	// freeze gate lives there) but its verdict is ignored, so a holder
+	// reads and writes whatever became of its lease. Fencing, if the
+	// storage checks tokens, is then the only defence.
+	Trust bool
+}
+
+// TrustGrants turns Trust on. Every client that embeds a Guard has it, and
+// registry.ApplyLeaseCheck calls it for --lease-check none.
+func (g *Guard) TrustGrants() { g.Trust = true }
+
+// check is the lease check as the guard applies it.
+func (g Guard) check(key string, token uint64) error {
+	if err := g.Check(key, token); err != nil && !g.Trust {
+		return err
+	}
+	return nil
 }
 
 // Read reads key only while the lease check passes.
 func (g Guard) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	if err := g.Check(key, token); err != nil {
+	if err := g.check(key, token); err != nil {
 		return 0, err
 	}
 	return g.Storage.Read(ctx, key, token)
@@ -33,7 +51,7 @@ func (g Guard) Read(ctx context.Context, key string, token uint64) (int64, error
 // write-checked failpoint between the check and the write. prev (what the
 // section read) is for the history only: storage writes are blind.
 func (g Guard) Write(ctx context.Context, key string, token uint64, _, value int64) error {
-	if err := g.Check(key, token); err != nil {
+	if err := g.check(key, token); err != nil {
 		return err
 	}
 	backends.Failpoint(ctx, backends.FailpointWriteChecked)

@@ -40,3 +40,30 @@ func TestGuardChecksTheLeaseAndMarksTheFailpoint(t *testing.T) {
 		t.Fatalf("failpoints %v, want one %s for the one write", points, backends.FailpointWriteChecked)
 	}
 }
+
+func TestTrustingGuardWritesWithoutALease(t *testing.T) {
+	store := fenced.NewStore(fenced.None)
+	var leases backends.Leases[*backends.Grant]
+	checked := 0
+	g := fenced.Guard{Storage: store, Check: func(k string, tok uint64) error { checked++; return leases.Check(k, tok) }}
+	g.TrustGrants()
+	ctx := context.Background()
+	if err := g.Write(ctx, "k", 0, 0, 7); err != nil {
+		t.Fatalf("a trusting client's write without a lease: %v, want it sent", err)
+	}
+	if v, err := g.Read(ctx, "k", 0); err != nil || v != 7 {
+		t.Fatalf("a trusting client's read without a lease: %d %v, want 7", v, err)
+	}
+	if checked != 2 {
+		t.Fatalf("the check ran %d times, want 2 (it still runs; its verdict is ignored)", checked)
+	}
+	// Fencing still refuses a stale token when the storage checks them.
+	fstore := fenced.NewStore(fenced.All)
+	g.Storage = fstore
+	if err := g.Write(ctx, "k", 5, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Write(ctx, "k", 4, 0, 2); !errors.Is(err, backends.ErrFenced) {
+		t.Fatalf("a trusting client's stale write: %v, want fenced", err)
+	}
+}

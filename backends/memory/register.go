@@ -14,6 +14,7 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "memory", Server: "fencecheck", VersionQuery: VersionQuery, Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
+		AllEndpoints:    "the memory backend has one lock server (lockd), so every client already speaks to that one",
 		ClosedToClients: "the memory backend runs its own in-process lock service, which no outside client can speak to",
 		MinTTL:          50 * time.Millisecond,
 		Builds:          map[string]string{registry.DefaultVersion: "the fencecheck build that runs the test"},

@@ -14,6 +14,7 @@ func init() {
 	registry.Register(registry.Info{
 		Name: "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's postgresql package (15)"},
+		AllEndpoints: "PostgreSQL runs one server, so every client already speaks to that one",
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil
 		},

@@ -15,9 +15,10 @@ const PersistenceFlag = "redis-persistence"
 func init() {
 	registry.Register(registry.Info{
 		Name: "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
-		MinTTL:     100 * time.Millisecond,
-		Builds:     map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},
-		FixedNodes: "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag",
+		MinTTL:       100 * time.Millisecond,
+		Builds:       map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},
+		AllEndpoints: "Redis runs one server for setnx and setnx-incr, and redlock needs a majority of its 5 independent masters, so a client bound to one could never lock",
+		FixedNodes:   "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag",
 		Options: []registry.Option{{Flag: PersistenceFlag, Check: CheckPersistence,
 			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"}},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {

@@ -111,6 +111,12 @@ type Info struct {
 	// ClientStorages are the backend's own storages (of Storages) that a
 	// --client program can write to itself, by name.
 	ClientStorages map[string]*ClientStorage
+	// OneEndpoint: a client can be bound to one of the servers
+	// (--client-endpoints one), as Jepsen's clients were, because every
+	// server answers for the whole service. AllEndpoints says why not
+	// when it is false, and Register asks for one or the other.
+	OneEndpoint  bool
+	AllEndpoints string
 
 	// NewDB makes the servers' side for a Docker run and says how many
 	// server nodes it needs. It must not start anything: validation calls
@@ -171,6 +177,9 @@ func Register(b Info) {
 	}
 	if slices.Contains(b.Clusters, ClusterInProcess) != (b.InProcess != nil) {
 		panic(fmt.Sprintf("registry: backend %q: cluster inprocess and InProcess go together", b.Name))
+	}
+	if b.OneEndpoint == (b.AllEndpoints != "") {
+		panic(fmt.Sprintf("registry: backend %q: say either OneEndpoint or why not (AllEndpoints)", b.Name))
 	}
 	infos = append(infos, b)
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
@@ -439,5 +448,51 @@ func OpenClient(ctx context.Context, spec backends.ClientSpec) (backends.Client,
 		}
 		storage = st
 	}
-	return b.OpenClient(ctx, spec, storage)
+	c, err := b.OpenClient(ctx, spec, storage)
+	if err != nil {
+		return nil, err
+	}
+	if err := ApplyLeaseCheck(c, spec.LeaseCheck); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Lease checks: what a built-in client checks of its lease (--lease-check).
+const (
+	// LeaseCheckAll is the careful client: a grant whose lock is already
+	// gone fails the acquisition, and every read and write first asks
+	// whether the lease is still held.
+	LeaseCheckAll = "all"
+	// LeaseCheckNone trusts the grant, as Jepsen's etcd client did: no
+	// check fails an acquisition, a read or a write.
+	LeaseCheckNone = "none"
+)
+
+// LeaseChecks lists the accepted --lease-check values, the default first.
+var LeaseChecks = []string{LeaseCheckAll, LeaseCheckNone}
+
+// Trusting is a client that can be told to trust its grants. Every
+// built-in client has it (each embeds a fenced.Guard, and etcd's also
+// drops its read-back of the lock key).
+type Trusting interface {
+	TrustGrants()
+}
+
+// ApplyLeaseCheck sets client c up for lease check mode ("" is
+// LeaseCheckAll).
+func ApplyLeaseCheck(c backends.Client, mode string) error {
+	switch mode {
+	case "", LeaseCheckAll:
+		return nil
+	case LeaseCheckNone:
+		t, ok := c.(Trusting)
+		if !ok {
+			return fmt.Errorf("this client (%T) cannot be told to trust its grants", c)
+		}
+		t.TrustGrants()
+		return nil
+	}
+	return fmt.Errorf("unknown lease check %q (accepted: %s)", mode, strings.Join(LeaseChecks, ", "))
 }

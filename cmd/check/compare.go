@@ -19,8 +19,8 @@ import (
 
 // compareFlags are `check compare`'s flags as given.
 type compareFlags struct {
-	spec                                                compare.Spec
-	backends, storages, faults, fencing, dir, shardFlag string
+	spec                                                             compare.Spec
+	backends, storages, faults, fencing, leaseChecks, dir, shardFlag string
 }
 
 func newCompareCmd() *cobra.Command {
@@ -45,13 +45,20 @@ fenced, fencing none and all, fault pause-holder, 1 run of 15s); full (every
 recipe, storages fenced, etcd's own and postgres, fencing none, writes and all,
 faults pause-holder, pause, partition and kill, 3 runs); jepsen-etcd (Jepsen's
 etcd 3.4.3 lock experiment: etcd lock-rpc on Debian's etcd 3.4, 5 nodes, 5
-clients, lease 2s, a critical section of 10ms plus 0-2s, the leader paused for
-5s every 5s, storages fenced (fencing none and all) and etcd, 10 full-length
-runs of 30s each; see docs/jepsen-etcd.md); kleppmann (the clock faults against
+clients each bound to one node, lease 2s, a critical section of 10ms plus
+0-2s, the leader or every node paused for 5s every 5s (the column
+pause-leader+pause-all); rows: the client that trusts its grant
+(--lease-check none) unfenced, with --fencing all and with etcd's guarded
+transactions, and the careful client unfenced; 10 full-length runs of 30s
+each; see docs/jepsen-etcd.md); kleppmann (the clock faults against
 Redlock and the other recipes: redis redlock and setnx, postgres lease, etcd and
 zookeeper × clock-jump on a majority, clock-jump-quorum, clock-strobe and
 pause-holder × fencing none and all, a critical section of 1s; see
 docs/kleppmann-redlock.md). Flags given override the preset's values.
+
+A column a+b of --faults is one schedule that draws a or b for each
+injection. --lease-checks all,none gives each row for the careful client
+and for the one that trusts its grant.
 
 --shard I/N runs only the I-th of N slices of the matrix's (cell, run) pairs
 (the same cut on every machine, balanced by each run's expected time) and
@@ -88,8 +95,10 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&cf.backends, "backends", "", "comma list of backends or backend:recipe (default: every backend but memory, i.e. "+strings.Join(compare.DefaultBackends(), ",")+"; memory runs in-process when named)")
 	f.StringArrayVar(&spec.Clients, "client", nil, "your own lock client, repeatable: BACKEND:DIR, or DIR to run it against each of --backends (then --backends adds no built-in rows); rows named after the client, fenced storage, each --fencing (docs/client-protocol.md)")
 	f.StringVar(&cf.storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
-	f.StringVar(&cf.faults, "faults", "", "comma list of faults, one column each (default pause-holder): "+faultNames())
+	f.StringVar(&cf.faults, "faults", "", "comma list of faults, one column each; a+b is one column drawing a or b for each injection (default pause-holder): "+faultNames())
 	f.StringVar(&cf.fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
+	f.StringVar(&cf.leaseChecks, "lease-checks", "", "comma list of what the built-in client checks of its lease, one row each: all (careful, the default) or none (trusts its grant); jepsen-etcd: none, plus all unfenced")
+	f.StringVar(&spec.Base.ClientEndpoints, "client-endpoints", "", "which servers each client speaks to: all (default) or one (process p to server p mod n; etcd and zookeeper; jepsen-etcd: one)")
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
@@ -128,7 +137,8 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 	spec.Storages = splitList(cf.storages)
 	spec.Faults = splitList(cf.faults)
 	spec.Fencing = splitList(cf.fencing)
-	for flag, list := range map[string]string{"backends": cf.backends, "storages": cf.storages, "faults": cf.faults, "fencing": cf.fencing} {
+	spec.LeaseChecks = splitList(cf.leaseChecks)
+	for flag, list := range map[string]string{"backends": cf.backends, "storages": cf.storages, "faults": cf.faults, "fencing": cf.fencing, "lease-checks": cf.leaseChecks} {
 		if cmd.Flags().Changed(flag) && len(splitList(list)) == 0 {
 			return usageErr("--%s: empty list", flag)
 		}
