@@ -17,7 +17,8 @@ import (
 // faultSettings is what the faults are told about this run: on a Docker
 // cluster with this many server nodes, or in process.
 func (c *Config) faultSettings(docker bool, servers int) nemesis.Settings {
-	return nemesis.Settings{Backend: c.Backend, Docker: docker, Servers: servers, Clients: c.Clients,
+	b, _ := registry.Lookup(c.Backend)
+	return nemesis.Settings{Backend: c.Backend, NoClockFaults: b.NoClockFaults, Docker: docker, Servers: servers, Clients: c.Clients,
 		LeaseTTL: c.LeaseTTL, PauseDuration: c.PauseDuration, Interval: c.NemesisInterval, Options: c.Options}
 }
 

@@ -54,15 +54,6 @@ const (
 	ClockFile = clockDir + "/offset"
 )
 
-// clockUnreachable are the backends whose servers libfaketime cannot reach,
-// with the reason.
-var clockUnreachable = map[string]string{
-	"etcd": "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
-		"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
-	"memory": "the memory backend's server is fencecheck itself, a static Go binary that libfaketime cannot be preloaded into, " +
-		"and it times leases on the monotonic clock; the clock faults run on redis, postgres and zookeeper",
-}
-
 // Clock target sets for --clock-targets.
 const (
 	TargetsOne      = "one"
@@ -140,8 +131,8 @@ func init() {
 
 // checkClock refuses a backend whose servers libfaketime cannot reach.
 func checkClock(s Settings) error {
-	if why, ok := clockUnreachable[s.Backend]; ok {
-		return fmt.Errorf("%s", why)
+	if s.NoClockFaults != "" {
+		return fmt.Errorf("%s", s.NoClockFaults)
 	}
 	return nil
 }

@@ -103,6 +103,10 @@ type Flag struct {
 // concern faults and the shape of the cluster.
 type Settings struct {
 	Backend string
+	// NoClockFaults says why the clock faults cannot reach the backend's
+	// servers ("" when they can): the backend describes it, nemesis only
+	// refuses.
+	NoClockFaults string
 	// Docker: the run is on a Docker cluster (else in process).
 	Docker bool
 	// Servers is the number of lock-service server nodes (0 in process).

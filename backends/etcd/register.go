@@ -13,6 +13,8 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
+		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
+			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
 		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)
 		MinTTL:      100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
 		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)"}, Nodes: []int{3, 5},

@@ -14,7 +14,9 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		Name: "memory", Server: "fencecheck", VersionQuery: VersionQuery, Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
-		AllEndpoints:    "the memory backend has one lock server (lockd), so every client already speaks to that one",
+		AllEndpoints: "the memory backend has one lock server (lockd), so every client already speaks to that one",
+		NoClockFaults: "the memory backend's server is fencecheck itself, a static Go binary that libfaketime cannot be preloaded into, " +
+			"and it times leases on the monotonic clock; the clock faults run on redis, postgres and zookeeper",
 		ClosedToClients: "the memory backend runs its own in-process lock service, which no outside client can speak to",
 		MinTTL:          50 * time.Millisecond,
 		Builds:          map[string]string{registry.DefaultVersion: "the fencecheck build that runs the test"},

@@ -104,6 +104,10 @@ type Info struct {
 	FixedNodes string
 	// Options are the backend's own flags.
 	Options []Option
+	// NoClockFaults says why the clock faults cannot reach this backend's
+	// servers (a static binary libfaketime cannot be preloaded into,
+	// leases timed on the monotonic clock); "" when they can.
+	NoClockFaults string
 	// ClosedToClients says why no outside lock client (--client) can
 	// speak to this backend's lock service, e.g. one that lives inside
 	// fencecheck; "" when a client can.

@@ -97,6 +97,17 @@ func TestBadArgumentsExit254AndNameTheFlag(t *testing.T) {
 	}
 }
 
+// A clock fault on a backend whose servers libfaketime cannot reach is
+// refused before anything starts, with the backend's own reason.
+func TestClockFaultOnEtcdIsRefusedWithTheReason(t *testing.T) {
+	for _, backend := range []string{"etcd", "memory"} {
+		code, _, stderr := runCLI(t, "--backend", backend, "--cluster", "docker", "--nemesis", "clock-jump", "--store", t.TempDir())
+		if code != 254 || !strings.Contains(stderr, "static Go binary") || !strings.Contains(stderr, "monotonic clock") {
+			t.Errorf("%s --nemesis clock-jump: exit %d, %q; want 254 with the reason", backend, code, stderr)
+		}
+	}
+}
+
 func TestAnalyzeMalformedHistoryNamesTheLine(t *testing.T) {
 	dir := t.TempDir()
 	cases := map[string]string{
