@@ -15,11 +15,12 @@ import (
 // A user's own fence check, in SQL: --client with --storage postgres runs a
 // program (testdata/sqlclient: kazoo's Lock, psycopg2) that writes the
 // table with its own statements, and fencecheck reads the final values
-// itself. The two decisive known answers, under pause-holder: the
+// itself. The known answers, under pause-holder: the
 // conditional UPDATE (fence < token) that checks one row changed is valid;
 // a SELECT of the fence before an UPDATE without the condition is invalid
 // (the frozen holder passed its check before the freeze). Lean: 10 s runs,
-// one client image layer of packages shared by both. The other variants
+// one client image layer of packages shared by all. The conditional UPDATE
+// with its row count ignored is invalid too (below). The other variants
 // were measured by real runs; docs/client-protocol.md has the commands and
 // verdicts.
 
@@ -84,5 +85,19 @@ func TestDockerClientSQLSelectThenUpdate(t *testing.T) {
 	wantDocker(t, out, models.Invalid)
 	if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
 		t.Errorf("explanation: %s", out.Result.Explanation)
+	}
+}
+
+// The conditional UPDATE whose row count is ignored: the frozen holder's
+// UPDATE changes nothing, yet the client answers ok. Invalid; the story
+// names that write as acknowledged but never taking effect when a read
+// with no write between shows it, and as a stale write accepted when the
+// history cannot tell "never happened" from "overwritten at once"
+// (docs/client-protocol.md).
+func TestDockerClientSQLRowCountIgnored(t *testing.T) {
+	out := sqlClientRun(t, "rowcount-ignored", false)
+	wantDocker(t, out, models.Invalid)
+	if e := out.Result.Explanation; !strings.Contains(e, "acknowledged but never took effect") && !strings.Contains(e, "stale lease holder's write was accepted") {
+		t.Errorf("explanation names no write the client acknowledged: %s", e)
 	}
 }
