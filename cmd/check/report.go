@@ -49,9 +49,11 @@ reported beside the verdict, whose exit code stands.`,
 			if err := harness.CheckJUnitPath(junit); err != nil {
 				return err
 			}
-			dir := args[0]
+			dir, given := args[0], ""
 			if st, err := os.Stat(dir); err == nil && !st.IsDir() {
-				dir = filepath.Dir(dir)
+				// A file of the run (its history.jsonl, say) stands for
+				// its directory.
+				dir, given = filepath.Dir(dir), fmt.Sprintf("%s is a file, and its directory ", dir)
 			}
 			run, err := reports.LoadRun(dir)
 			if err != nil {
@@ -60,7 +62,7 @@ reported beside the verdict, whose exit code stands.`,
 				case errors.As(err, &pe):
 					return historyErr(filepath.Join(dir, runstore.HistoryFile), err)
 				case errors.Is(err, fs.ErrNotExist):
-					return dataErr("%s is not a run directory (it has no history.jsonl; e.g. check report store/latest)", dir)
+					return dataErr("%s%s is not a run directory (it has no history.jsonl; e.g. check report store/latest)", given, dir)
 				}
 				return dataErr("%v", err)
 			}

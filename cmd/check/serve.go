@@ -68,7 +68,12 @@ func serveStore(ctx context.Context, store, addr string, out io.Writer, ready fu
 	defer h.Close()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return &exitError{harness.ExitFailed, fmt.Errorf("listening on %s: %w", addr, err)}
+		// The address is the user's: one in use or not ours to take is
+		// bad input, refused before anything is served.
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return usageErr("--addr: %s is already in use by another program; pick a free port (e.g. --addr 127.0.0.1:0 takes any)", addr)
+		}
+		return usageErr("--addr: cannot listen on %s (%v); pick another address (e.g. --addr 127.0.0.1:8080)", addr, err)
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	fmt.Fprintf(out, "serving %s at %s (Ctrl-C to stop)\n", store, url)
