@@ -28,12 +28,18 @@ const runExample = `  # A paused lease holder writing after its lease ran out, n
   # As Jepsen users would: 10 tests, 8 clients, stop at the first that is not valid
   check --backend memory --fencing all --nemesis pause --time-limit 10s --test-count 10 --concurrency 8`
 
+// runFlags are the main command's flags: the run's Config and the few
+// that are read before it is made.
+type runFlags struct {
+	cfg                  harness.Config
+	nemesis, concurrency string
+	testCount            int
+	keepGoing            bool
+	options              map[string]*string // the backends' and the faults' own flags
+}
+
 func newRootCmd() *cobra.Command {
-	cfg := harness.Config{}
-	var nemesis, concurrency string
-	var testCount int
-	var keepGoing bool
-	options := map[string]*string{} // the backends' own flags
+	rf := &runFlags{options: map[string]*string{}}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Test whether a distributed lock is actually safe",
@@ -50,76 +56,97 @@ at the newest.` + faultHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Nemesis = splitList(nemesis)
-			cfg.Options = map[string]string{}
-			for flag, v := range options {
-				cfg.Options[flag] = *v
-			}
-			if cmd.Flags().Changed("concurrency") {
-				servers, err := cfg.Servers()
-				if err != nil {
-					return err
-				}
-				n, err := parseConcurrency(concurrency, servers)
-				if err != nil {
-					return usageErr("%v", err)
-				}
-				if cmd.Flags().Changed("clients") && n != cfg.Clients {
-					return usageErr("--concurrency %s and --clients %d disagree: they name the same thing (--concurrency is Jepsen's word for --clients); give one", concurrency, cfg.Clients)
-				}
-				cfg.Clients = n
-			}
-			if testCount < 1 || testCount > maxTestCount {
-				return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
-			}
-			if keepGoing && testCount < 2 {
-				return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
-			}
-			cfg.Given = map[string]bool{}
-			cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
-			if !cmd.Flags().Changed("seed") {
-				cfg.Seed = rand.Int64N(1 << 40)
-			}
-			junit := cfg.JUnit
-			sig, stop := signals()
-			defer stop()
-			return repeat(cmd.OutOrStdout(), testCount, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
-				func(i int, seed int64) (int, string, error) {
-					c := cfg
-					c.Seed = seed
-					c.CommandArgv = commandLine(cmd, seed)
-					c.Command = shellquote.Join(c.CommandArgv)
-					c.JUnit = junitFor(junit, i, testCount)
-					out, err := harness.Run(sig, c, cmd.OutOrStdout())
-					if err != nil {
-						if _, ok := err.(*harness.UsageError); ok {
-							return harness.ExitUsage, "", err
-						}
-						dir := ""
-						if out != nil && out.Dir != "" {
-							dir = out.Dir
-							err = fmt.Errorf("%w\n(what was recorded is in %s)", err, out.Dir)
-						}
-						return harness.ExitFailed, dir, err
-					}
-					return harness.ExitCode(out.Result.Verdict), out.Dir, nil
-				})
-		},
+		RunE:          func(cmd *cobra.Command, _ []string) error { return rf.run(cmd) },
 	}
-	f := cmd.Flags()
+	rf.register(cmd.Flags())
+	cmd.SetFlagErrorFunc(flagError)
+	cmd.SetVersionTemplate("check {{.Version}}\n")
+	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
+	cmd.AddCommand(newReportCmd())
+	cmd.AddCommand(newServeCmd())
+	cmd.AddCommand(newCompareCmd())
+	cmd.AddCommand(newClientTestCmd())
+	cmd.SetHelpCommand(newHelpCmd())
+	refuseUnknownSubcommands(cmd)
+	return cmd
+}
+
+// run checks the flags that depend on each other and runs the test
+// --test-count times.
+func (rf *runFlags) run(cmd *cobra.Command) error {
+	cfg, options := &rf.cfg, rf.options
+	nemesis, concurrency, testCount, keepGoing := rf.nemesis, rf.concurrency, rf.testCount, rf.keepGoing
+	cfg.Nemesis = splitList(nemesis)
+	cfg.Options = map[string]string{}
+	for flag, v := range options {
+		cfg.Options[flag] = *v
+	}
+	if cmd.Flags().Changed("concurrency") {
+		servers, err := cfg.Servers()
+		if err != nil {
+			return err
+		}
+		n, err := parseConcurrency(concurrency, servers)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		if cmd.Flags().Changed("clients") && n != cfg.Clients {
+			return usageErr("--concurrency %s and --clients %d disagree: they name the same thing (--concurrency is Jepsen's word for --clients); give one", concurrency, cfg.Clients)
+		}
+		cfg.Clients = n
+	}
+	if testCount < 1 || testCount > maxTestCount {
+		return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
+	}
+	if keepGoing && testCount < 2 {
+		return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
+	}
+	cfg.Given = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
+	if !cmd.Flags().Changed("seed") {
+		cfg.Seed = rand.Int64N(1 << 40)
+	}
+	junit := cfg.JUnit
+	sig, stop := signals()
+	defer stop()
+	return repeat(cmd.OutOrStdout(), testCount, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
+		func(i int, seed int64) (int, string, error) {
+			c := *cfg
+			c.Seed = seed
+			c.CommandArgv = commandLine(cmd, seed)
+			c.Command = shellquote.Join(c.CommandArgv)
+			c.JUnit = junitFor(junit, i, testCount)
+			out, err := harness.Run(sig, c, cmd.OutOrStdout())
+			if err != nil {
+				if _, ok := err.(*harness.UsageError); ok {
+					return harness.ExitUsage, "", err
+				}
+				dir := ""
+				if out != nil && out.Dir != "" {
+					dir = out.Dir
+					err = fmt.Errorf("%w\n(what was recorded is in %s)", err, out.Dir)
+				}
+				return harness.ExitFailed, dir, err
+			}
+			return harness.ExitCode(out.Result.Verdict), out.Dir, nil
+		})
+}
+
+// register defines the run's flags on f.
+func (rf *runFlags) register(f *pflag.FlagSet) {
+	cfg, options := &rf.cfg, rf.options
 	f.StringVar(&cfg.Backend, "backend", registry.DefaultBackend(), "lock service: "+backendNames())
 	f.StringVar(&cfg.Recipe, "recipe", "", "lock recipe (default: the backend's first; memory: lease)")
 	f.StringVar(&cfg.Storage, "storage", "", "the protected resource: fenced (the fenced storage node, default), postgres (a row fenced in SQL, any backend, docker only), or etcd (in etcd itself, guarded by the lock; --backend etcd only)")
 	f.StringVar(&cfg.ClientDir, "client", "", "run your own lock client: a directory with fencecheck-client.json and your program (docs/client-protocol.md); on the fenced storage, or with --storage postgres (etcd) writing it with its own fence check")
 	f.StringVar(&cfg.Fencing, "fencing", "none", "which ops the storage checks tokens on: none, writes, all")
-	f.StringVar(&nemesis, "nemesis", noFaults, "comma list of faults; with several, each injection is one of them drawn at random (pause-leader,pause-all mixes Jepsen's two pauses): "+faultNames())
+	f.StringVar(&rf.nemesis, "nemesis", noFaults, "comma list of faults; with several, each injection is one of them drawn at random (pause-leader,pause-all mixes Jepsen's two pauses): "+faultNames())
 	f.StringVar(&cfg.LeaseCheck, "lease-check", registry.LeaseCheckAll, "what the built-in client checks of its lease: all (a grant whose lock is already gone fails, and every read and write first asks whether the lease still holds) or none (it trusts its grant and never asks, as Jepsen's etcd client did; docs/backends.md says which token each recipe then reports)")
 	f.StringVar(&cfg.ClientEndpoints, "client-endpoints", harness.ClientEndpointsAll, "which servers each client speaks to: all, or one (process p only to server p mod n, as Jepsen's clients; etcd and zookeeper)")
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
-	f.StringVar(&concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server the backend runs (e.g. 2n: 6 on 3 etcd nodes, 2 on memory's one server)")
-	f.IntVar(&testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
-	f.BoolVar(&keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
+	f.StringVar(&rf.concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server the backend runs (e.g. 2n: 6 on 3 etcd nodes, 2 on memory's one server)")
+	f.IntVar(&rf.testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
+	f.BoolVar(&rf.keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar((*string)(&cfg.Cluster), "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
 	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes of etcd and zookeeper: 3 or 5 (the other backends' count is fixed)")
@@ -148,16 +175,6 @@ at the newest.` + faultHelp(),
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
 	f.StringVar(&cfg.Name, "name", "", "the test's name in the store, one directory name (default: backend-recipe-storage[-fencing]-nemesis, e.g. memory-lease-fenced-none-pause)")
-	cmd.SetFlagErrorFunc(flagError)
-	cmd.SetVersionTemplate("check {{.Version}}\n")
-	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
-	cmd.AddCommand(newReportCmd())
-	cmd.AddCommand(newServeCmd())
-	cmd.AddCommand(newCompareCmd())
-	cmd.AddCommand(newClientTestCmd())
-	cmd.SetHelpCommand(newHelpCmd())
-	refuseUnknownSubcommands(cmd)
-	return cmd
 }
 
 // noFaults is --nemesis's default: no faults.
