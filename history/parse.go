@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/fencecheck/fencecheck/internal/jsonerr"
 )
 
 // ParseError names the line of a history that is not what docs/history.md
@@ -219,63 +220,14 @@ func scan(r io.Reader, lenient bool, h *History, fn func(Event) error) error {
 }
 
 // decodeMessage says what is wrong with a line that is JSON but not an
-// event, naming the field and the type it must have rather than Go's.
+// event, naming the field and the type it must have rather than Go's
+// (internal/jsonerr, as for every JSON a user hands fencecheck), and for an
+// unknown field the fields an event has.
 func decodeMessage(err error) string {
-	var te *json.UnmarshalTypeError
-	if !errors.As(err, &te) {
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return "unknown field " + f + " (the fields are index, time, process, type, f, key, token, prev, value, error, call, return)"
-		}
-		return err.Error()
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return "unknown field " + f + " (the fields are index, time, process, type, f, key, token, prev, value, error, call, return)"
 	}
-	if te.Field == "" {
-		return "must be a JSON object, got " + jsonKind(te.Value)
-	}
-	t := te.Type
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	want := "a " + t.Kind().String()
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		want = "a number"
-		if strings.HasPrefix(te.Value, "number ") {
-			want = "a whole number"
-		}
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		want = "a number"
-		if strings.HasPrefix(te.Value, "number ") {
-			want = "a non-negative whole number"
-		}
-	case reflect.String:
-		want = "a string"
-	case reflect.Slice, reflect.Array:
-		want = "a list"
-	case reflect.Struct, reflect.Map:
-		want = "an object"
-	}
-	return fmt.Sprintf("field %q must be %s, got %s", te.Field, want, jsonKind(te.Value))
-}
-
-// jsonKind names the JSON value json.UnmarshalTypeError describes ("string",
-// "number -1", "array", ...).
-func jsonKind(v string) string {
-	if n, ok := strings.CutPrefix(v, "number "); ok {
-		return n
-	}
-	switch v {
-	case "string":
-		return "a string"
-	case "number":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "array":
-		return "a list"
-	case "object":
-		return "an object"
-	}
-	return v
+	return jsonerr.Message(nil, err)
 }
 
 // Validator checks that a stream of events keeps the history's rules. The

@@ -56,7 +56,8 @@ func position(data []byte, offset int64) string {
 // it got.
 func typeMessage(te *json.UnmarshalTypeError) string {
 	if te.Field == "" {
-		return "must be " + want(te) + ", got " + kind(te.Value)
+		// The whole value: say plainly that the text must be JSON's object.
+		return "must be " + strings.Replace(want(te), "an object", "a JSON object", 1) + ", got " + kind(te.Value)
 	}
 	return fmt.Sprintf("field %q must be %s, got %s", te.Field, want(te), kind(te.Value))
 }

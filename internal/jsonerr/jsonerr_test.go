@@ -27,7 +27,7 @@ func TestMessagesNameTheFieldAndTheKind(t *testing.T) {
 		`{"protocol": "1"}`:                `field "protocol" must be a number, got a string`,
 		`{"protocol": 1.5}`:                `field "protocol" must be a whole number, got 1.5`,
 		`{"name": 3}`:                      `field "name" must be a string, got a number`,
-		`["a"]`:                            `must be an object, got a list`,
+		`["a"]`:                            `must be a JSON object, got a list`,
 		`{"nmae": "x"}`:                    `unknown field "nmae"`,
 		"{\"name\": \"x\",\n  nope}":       `not valid JSON at line 2, column 3: invalid character 'n' looking for beginning of object key string`,
 		`{"name": "x"`:                     `not complete JSON: the text ends inside a value`,
