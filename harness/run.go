@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -444,6 +445,25 @@ func endHistory(rec *history.Recorder, done phasesDone, runErr error, logf func(
 // seconds that ran" is information, not a verdict. Per-key results are
 // kept as they are.
 func Settle(res models.Result, incomplete, runErr string, checkSkipped bool) models.Result {
+	res = settleVerdict(res, incomplete, runErr, checkSkipped)
+	if res.Verdict != models.Unknown || (incomplete == "" && runErr == "" && !checkSkipped) {
+		return res // a finished run's keys are what its check found
+	}
+	// A key the check found valid in a run that did not finish was valid
+	// only in what was recorded: it is unknown, as the run is.
+	keys := slices.Clone(res.Keys)
+	for i := range keys {
+		if keys[i].Verdict == models.Valid {
+			keys[i].Verdict = models.Unknown
+			keys[i].Explanation = "no violation on this key in what was recorded, but the run did not finish"
+		}
+	}
+	res.Keys = keys
+	return res
+}
+
+// settleVerdict is Settle's run-level verdict and explanation.
+func settleVerdict(res models.Result, incomplete, runErr string, checkSkipped bool) models.Result {
 	if res.Verdict == models.Invalid {
 		return res
 	}

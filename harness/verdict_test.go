@@ -203,5 +203,11 @@ func TestSettle(t *testing.T) {
 		if len(got.Keys) != len(c.res.Keys) {
 			t.Errorf("case %d: the per-key results changed", i)
 		}
+		// A run that did not finish calls no key valid.
+		for _, k := range got.Keys {
+			if k.Verdict == models.Valid && (c.incomplete != "" || c.runErr != "" || c.skipped) {
+				t.Errorf("case %d: key %s valid in a run that did not finish", i, k.Key)
+			}
+		}
 	}
 }
