@@ -40,7 +40,9 @@ func program(t *testing.T, mode string) (*Remote, *strings.Builder, error) {
 		return nil
 	}
 	t.Cleanup(func() { stop() })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	// python3 alone took about 5 s to answer ready on a machine at load
+	// 20: the deadline is for a program that never answers, not a slow one.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	init := lockclient.Init{Process: 3, Node: "c3", Service: lockclient.Service{Backend: "zookeeper", Endpoints: []string{"n1:2181"}},
 		LeaseTTLMs: 2000, Keys: []string{"k0"}}
