@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -21,9 +20,7 @@ import (
 // history, had it been checked, is valid. The history comes through a
 // named pipe, so the signal lands while the check is surely running.
 func TestSIGINTDuringAnalyzeIsUnknown(t *testing.T) {
-	guard := make(chan os.Signal, 4)
-	signal.Notify(guard, syscall.SIGINT)
-	defer signal.Stop(guard)
+	guardSIGINT(t)
 
 	var lines bytes.Buffer
 	var last int64

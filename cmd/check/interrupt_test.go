@@ -19,9 +19,7 @@ import (
 func TestSIGINTAfterThreeSecondsIsUnknown(t *testing.T) {
 	// Our own registration keeps a stray SIGINT from killing the test
 	// binary, whatever the command does with it.
-	guard := make(chan os.Signal, 4)
-	signal.Notify(guard, syscall.SIGINT)
-	defer signal.Stop(guard)
+	guardSIGINT(t)
 
 	store := t.TempDir()
 	junit := filepath.Join(t.TempDir(), "junit.xml")
@@ -80,4 +78,13 @@ func junitFailures(t *testing.T, path string) (failures, errors int) {
 		t.Fatal(err)
 	}
 	return doc.Failures, doc.Errors
+}
+
+// guardSIGINT registers the test's own SIGINT handler for the test's
+// length, so that a SIGINT the test sends itself never kills the test
+// binary, whatever the command under test does with it.
+func guardSIGINT(t *testing.T) {
+	guard := make(chan os.Signal, 4)
+	signal.Notify(guard, syscall.SIGINT)
+	t.Cleanup(func() { signal.Stop(guard) })
 }

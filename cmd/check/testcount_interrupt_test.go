@@ -19,11 +19,7 @@ import (
 // one test line; the interrupted test found no violation, so its verdict
 // is unknown and so is the loop's (exit 2).
 func TestInterruptStopsTheTestCountLoop(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "check")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building check: %v\n%s", err, out)
-	}
+	bin := buildCheck(t)
 	store := t.TempDir()
 	cmd := exec.Command(bin, "--backend", "memory", "--fencing", "all", "--nemesis", "pause", "--time-limit", "20s",
 		"--lease-ttl", "200ms", "--nemesis-interval", "400ms", "--store", store, "--test-count", "5", "--keep-going")
