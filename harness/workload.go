@@ -42,7 +42,10 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	inv := w.rec.Record(e)
 	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
 	if w.hold != nil && e.F == history.Write {
-		if hook := w.hold.Hook(w.process, 10*time.Second); hook != nil {
+		// A fault holds a stopped writer while it acts and then waits
+		// for a takeover (at most the pause duration, which may have to
+		// outlast a lease); the cap only frees a writer whose fault died.
+		if hook := w.hold.Hook(w.process, max(10*time.Second, w.cfg.PauseDuration+2*w.cfg.LeaseTTL)); hook != nil {
 			ctx = backends.WithFailpoint(ctx, hook)
 		}
 	}

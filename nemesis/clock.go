@@ -115,16 +115,12 @@ func init() {
 			}
 			return &ClockStrobe{clocks: newClocks(env), Period: period}, nil
 		}})
-	Register(Kind{Name: "clock-jump-quorum", Summary: "Kleppmann's Redlock case: cut a client off from a minority of servers, and once it holds, jump one of its majority's clocks",
+	Register(Kind{Name: "clock-jump-quorum", Summary: "Kleppmann's Redlock case: cut the lock's next holder off from a minority of servers and, while it writes, jump one of its majority's clocks",
 		Needs: Needs{Docker: true, Servers: 3, CutsClient: true}, Flags: []Flag{offsetFlag},
 		Check: checkClock, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
-			q := &ClockJumpQuorum{clocks: newClocks(env), Slots: env.Slots, SlotOf: env.SlotOf}
+			q := &ClockJumpQuorum{clocks: newClocks(env), SlotOf: env.SlotOf, Hold: env.Hold, MaxWait: HoldPause(env.Settings)}
 			env.Observe(q.Observe)
-			if env.Hold != nil {
-				q.Aim = &clockAim{Hold: env.Hold, MaxWait: HoldPause(env.Settings), Pick: q.heldSinceCut}
-				env.Observe(q.Aim.Observe)
-			}
 			return q, nil
 		}})
 }

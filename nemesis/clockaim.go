@@ -94,25 +94,35 @@ func (a *clockAim) at(ctx context.Context, jump func() error) (bool, error) {
 				pk.claim.Release()
 				continue
 			}
-			took := make(chan struct{})
-			a.mu.Lock()
-			a.watched, a.takeover = pk.process, took
-			a.mu.Unlock()
-			err := jump()
-			if err == nil {
-				t := time.NewTimer(a.MaxWait)
-				select {
-				case <-took:
-				case <-t.C:
-				case <-ctx.Done():
-				}
-				t.Stop()
-			}
-			a.mu.Lock()
-			a.takeover = nil
-			a.mu.Unlock()
+			err := a.whileStopped(ctx, pk.process, jump)
 			pk.claim.Release()
 			return err == nil, err
 		}
 	}
+}
+
+// whileStopped runs jump while process waits at its failpoint, then waits
+// for another process to read (at most MaxWait). The caller lets the
+// process go.
+func (a *clockAim) whileStopped(ctx context.Context, process int, jump func() error) error {
+	took := make(chan struct{})
+	a.mu.Lock()
+	a.watched, a.takeover = process, took
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.takeover = nil
+		a.mu.Unlock()
+	}()
+	if err := jump(); err != nil {
+		return err
+	}
+	t := time.NewTimer(a.MaxWait)
+	defer t.Stop()
+	select {
+	case <-took:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return nil
 }

@@ -140,12 +140,12 @@ func TestBuildMakesEachFaultUnderItsWord(t *testing.T) {
 			t.Errorf("%s: built %v, %v", n, fs, err)
 		}
 	}
-	if observers != 4 {
-		t.Errorf("%d history observers, want pause-holder's, clock-jump's and clock-jump-quorum's two alone (the client partitions' is added at their first start)", observers)
+	if observers != 3 {
+		t.Errorf("%d history observers, want pause-holder's, clock-jump's and clock-jump-quorum's alone (the client partitions' is added at their first start)", observers)
 	}
 	env.Holders()
 	env.Holders()
-	if observers != 5 {
+	if observers != 4 {
 		t.Errorf("%d history observers, want one more for the Holders every fault shares", observers)
 	}
 	if fs, err := Build(context.Background(), []string{None}, env); err != nil || len(fs) != 0 {
