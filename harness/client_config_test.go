@@ -76,3 +76,40 @@ func TestClientOwnStorage(t *testing.T) {
 		}
 	}
 }
+
+// A --client run on Redis asks for its masters with --nodes (a Redlock
+// client needs five); without --client the recipe fixes the count.
+func TestClientRunAsksForRedisMasters(t *testing.T) {
+	base := func(nodes int, client bool) Config {
+		c := Config{Backend: "redis", Cluster: "docker", Fencing: "none", Nemesis: []string{"pause-holder"}, Clients: 3, Keys: 1, Nodes: nodes,
+			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, NemesisInterval: time.Second, CheckTimeout: time.Minute,
+			Store: t.TempDir(), Given: map[string]bool{"nodes": true}}
+		if client {
+			c.ClientDir = "../examples/clients/redislock"
+		}
+		c.Defaults()
+		return c
+	}
+	for _, n := range []int{1, 3, 5} {
+		c := base(n, true)
+		if err := c.Validate(); err != nil {
+			t.Fatalf("--client --nodes %d: %v", n, err)
+		}
+		if got, err := c.Servers(); err != nil || got != n {
+			t.Errorf("--client --nodes %d: %d servers, %v", n, got, err)
+		}
+	}
+	c := base(2, true)
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--nodes: ") || !strings.Contains(err.Error(), "1, 3 or 5") {
+		t.Errorf("--client --nodes 2: %v, want a refusal naming 1, 3 or 5", err)
+	}
+	c = base(5, false)
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--recipe") {
+		t.Errorf("--nodes 5 without --client: %v, want the recipe's count", err)
+	}
+	c = base(5, true)
+	c.Given = map[string]bool{}
+	if got, err := c.Servers(); err != nil || got != 1 {
+		t.Errorf("--client without --nodes: %d servers, %v; want the default recipe's one", got, err)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/internal/units"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -119,7 +120,17 @@ func (c *Config) FencingMode() fenced.Mode { return c.mode }
 // setup is what the backend is told about this test.
 func (c *Config) setup(testID string) registry.Setup {
 	return registry.Setup{Recipe: c.Recipe, ServerVersion: c.ServerVersion, Nodes: c.Nodes, LeaseTTL: c.LeaseTTL,
-		Fencing: c.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay}
+		Fencing: c.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay, ClientServers: c.clientServers()}
+}
+
+// clientServers is the server count a --client run asked for with
+// --nodes on a backend that lets it (registry.Info.ClientNodes), else 0.
+func (c *Config) clientServers() int {
+	b, ok := registry.Lookup(c.Backend)
+	if !ok || c.ClientDir == "" || !c.Given["nodes"] || len(b.ClientNodes) == 0 {
+		return 0
+	}
+	return c.Nodes
 }
 
 // Defaults fills what was left empty with the backend's defaults.
@@ -382,6 +393,12 @@ func (c Config) Servers() (int, error) {
 func (c *Config) checkNodes(b registry.Info) error {
 	if len(b.Nodes) == 0 {
 		if !c.Given["nodes"] {
+			return nil
+		}
+		if c.ClientDir != "" && len(b.ClientNodes) > 0 {
+			if !slices.Contains(b.ClientNodes, c.Nodes) {
+				return registry.Flagf("nodes", "with --client, backend %s runs %s servers, not %d (--nodes 5 for a Redlock client)", c.Backend, words.OrList(strings.Split(joinInts(b.ClientNodes), ", ")), c.Nodes)
+			}
 			return nil
 		}
 		if b.FixedNodes != "" {

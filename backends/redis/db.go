@@ -73,9 +73,13 @@ func CheckPersistence(p string) error {
 }
 
 // DB runs redis-server on the server nodes, each an independent master:
-// one node for the setnx recipes, five for redlock. Nothing replicates.
+// one node for the setnx recipes, five for redlock, or as many as a
+// --client program asked for. Nothing replicates.
 type DB struct {
-	Recipe string
+	// Recipe is fencecheck's own recipe; "" for a --client program, which
+	// gets Masters servers.
+	Recipe  string
+	Masters int
 	// Persistence is one of Persistences; "" is the server's default.
 	Persistence string
 
@@ -85,15 +89,19 @@ type DB struct {
 }
 
 func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
-	want, err := Servers(d.Recipe)
-	if err != nil {
-		return err
+	want := d.Masters
+	if d.Recipe != "" {
+		n, err := Servers(d.Recipe)
+		if err != nil {
+			return err
+		}
+		want = n
 	}
 	if err := CheckPersistence(d.Persistence); err != nil {
 		return err
 	}
 	if len(nodes) != want {
-		return fmt.Errorf("recipe %s runs on %d Redis masters, got %d nodes", d.Recipe, want, len(nodes))
+		return fmt.Errorf("%s runs on %d Redis masters, got %d nodes", d.what(), want, len(nodes))
 	}
 	d.nodes = nodes
 	ips, err := backends.NodeIPs(c, nodes)
@@ -164,13 +172,21 @@ func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
 	return backends.KillDaemon(ctx, c, node, "redis")
 }
 
-// Primary is the only master of the setnx recipes; Redlock's masters are
+// Primary is the only master of one; several masters (Redlock's) are
 // peers, and none leads.
 func (d *DB) Primary(context.Context, *compose.Cluster) (string, error) {
-	if d.Recipe == Redlock || len(d.nodes) == 0 {
+	if len(d.nodes) != 1 {
 		return "", nil
 	}
 	return d.nodes[0], nil
+}
+
+// what names who uses the masters, for messages.
+func (d *DB) what() string {
+	if d.Recipe == "" {
+		return "the --client program"
+	}
+	return "recipe " + d.Recipe
 }
 
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
@@ -192,7 +208,7 @@ func (d *DB) Info() map[string]string {
 		kind = "one master"
 	}
 	return map[string]string{
-		"lock service":      fmt.Sprintf("Redis %s, %s on %s, recipe %s", version, kind, strings.Join(d.nodes, ", "), d.Recipe),
+		"lock service":      fmt.Sprintf("Redis %s, %s on %s, for %s", version, kind, strings.Join(d.nodes, ", "), d.what()),
 		"redis persistence": p,
 	}
 }

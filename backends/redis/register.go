@@ -18,10 +18,16 @@ func init() {
 		MinTTL:       100 * time.Millisecond,
 		Builds:       map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},
 		AllEndpoints: "Redis runs one server for setnx and setnx-incr, and redlock needs a majority of its 5 independent masters, so a client bound to one could never lock",
-		FixedNodes:   "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag",
+		FixedNodes:   "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag (a --client run may ask for 1, 3 or 5 masters with --nodes)",
+		ClientNodes:  []int{1, 3, 5},
 		Options: []registry.Option{{Flag: PersistenceFlag, Check: CheckPersistence,
 			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"}},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			if s.ClientServers > 0 {
+				// A --client program is the recipe: it gets the masters it
+				// asked for (a Redlock client, five).
+				return &DB{Masters: s.ClientServers, Persistence: s.Options[PersistenceFlag]}, s.ClientServers, nil
+			}
 			servers, err := Servers(s.Recipe)
 			if err != nil {
 				return nil, 0, registry.Flagf("recipe", "%v", err)

@@ -40,6 +40,10 @@ type Setup struct {
 	// Options are the backend's own flags (Info.Options), by flag name;
 	// an absent one is "".
 	Options map[string]string
+	// ClientServers is a --client run's --nodes on a backend whose server
+	// count otherwise follows its recipe (Info.ClientNodes): the servers
+	// the program asked for. 0: the backend's own count.
+	ClientServers int
 	// TestID labels a Docker run's objects ("" when only asked for the
 	// server count).
 	TestID string
@@ -102,6 +106,11 @@ type Info struct {
 	Builds     map[string]string
 	Nodes      []int
 	FixedNodes string
+	// ClientNodes are the server counts a --client program may ask for
+	// with --nodes where the count otherwise follows the recipe (Redis:
+	// one master, or five for a Redlock client); empty: a client run gets
+	// the backend's own count.
+	ClientNodes []int
 	// Options are the backend's own flags.
 	Options []Option
 	// NoClockFaults says why the clock faults cannot reach this backend's

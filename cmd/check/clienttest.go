@@ -26,7 +26,7 @@ line per check, and for a check that failed what was expected and the lines
 exchanged. With --storage postgres (or etcd) the client writes that storage
 with its own fence check, and fencecheck also reads back what the write left
 there. Exit 0 when every check passed, 1 when one failed.`,
-		Example: "  check client-test --client examples/clients/kazoo --backend zookeeper\n  check client-test --client examples/clients/pg-kazoo --backend zookeeper --storage postgres",
+		Example: "  check client-test --client examples/clients/kazoo --backend zookeeper\n  check client-test --client examples/clients/pg-kazoo --backend zookeeper --storage postgres\n  check client-test --client examples/clients/redsync --backend redis --nodes 5",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.ClientDir == "" {
@@ -35,7 +35,7 @@ there. Exit 0 when every check passed, 1 when one failed.`,
 			if !cmd.Flags().Changed("backend") {
 				return usageErr("--backend: name the lock service your client speaks to: %s", registry.OrList(registry.OpenToClients()))
 			}
-			cfg.Given = map[string]bool{}
+			cfg.Given = map[string]bool{"nodes": cmd.Flags().Changed("nodes")}
 			sig, stop := signals()
 			defer stop()
 			failed, err := harness.ClientTest(sig.Stop, cfg, cmd.OutOrStdout())
@@ -56,6 +56,7 @@ there. Exit 0 when every check passed, 1 when one failed.`,
 	f.StringVar(&cfg.Backend, "backend", "", "the lock service: "+registry.OrList(registry.OpenToClients()))
 	f.StringVar(&cfg.Storage, "storage", "", "the resource the client writes: the fenced storage node (default), or a storage it writes with its own fence check (postgres; etcd with --backend etcd)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "the lease the client is told to use")
+	f.IntVar(&cfg.Nodes, "nodes", 0, "lock servers: 3 or 5 for etcd and zookeeper (default 3); 1, 3 or 5 Redis masters (default 1; a Redlock client needs 5)")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary for the containers (default: $FENCECHECK_BINARY, else this one)")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd

@@ -1,0 +1,17 @@
+module github.com/fencecheck/fencecheck/examples/clients/redsync
+
+go 1.26.8
+
+replace github.com/fencecheck/fencecheck => ../../..
+
+require (
+	github.com/fencecheck/fencecheck v0.0.0-00010101000000-000000000000
+	github.com/go-redsync/redsync/v4 v4.18.1
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)
