@@ -11,16 +11,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -35,8 +30,7 @@ import (
 type client struct {
 	rs      *redsync.Redsync
 	ttl     time.Duration
-	storage string
-	hc      *http.Client
+	storage *lockclient.FencedStorage
 
 	mu    sync.Mutex
 	locks map[string]*held
@@ -74,8 +68,7 @@ func (c *client) Open(ctx context.Context, init lockclient.Init) error {
 	}
 	c.rs = redsync.New(pools...)
 	c.ttl = time.Duration(init.LeaseTTLMs) * time.Millisecond
-	c.storage = init.Storage.URL
-	c.hc = &http.Client{}
+	c.storage = &lockclient.FencedStorage{URL: init.Storage.URL}
 	c.locks = map[string]*held{}
 	return nil
 }
@@ -124,7 +117,7 @@ func (c *client) keepAlive(h *held) {
 }
 
 func (c *client) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	return c.post(ctx, "/read", key, token, 0)
+	return c.storage.Read(ctx, key, token)
 }
 
 func (c *client) Write(ctx context.Context, key string, token uint64, prev, value int64, checkpoint func(string)) error {
@@ -143,8 +136,7 @@ func (c *client) Write(ctx context.Context, key string, token uint64, prev, valu
 		return lockclient.Failf("lock lost (valid until %s)", until.Format(time.StampMilli))
 	}
 	checkpoint(lockclient.FailpointWriteChecked)
-	_, err := c.post(ctx, "/write", key, token, value)
-	return err
+	return c.storage.Write(ctx, key, token, value)
 }
 
 func (c *client) Release(ctx context.Context, key string) error {
@@ -165,40 +157,6 @@ func (c *client) Release(ctx context.Context, key string) error {
 		return lockclient.Failf("not released on a majority: the lock had expired")
 	}
 	return err
-}
-
-// post calls the fenced storage's HTTP API (docs/client-protocol.md).
-func (c *client) post(ctx context.Context, path, key string, token uint64, value int64) (int64, error) {
-	body, _ := json.Marshal(map[string]any{"key": key, "token": token, "value": value})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.storage+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, lockclient.Fail(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		if strings.Contains(err.Error(), "connection refused") {
-			return 0, lockclient.Fail(err) // never sent
-		}
-		return 0, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var ans struct {
-		Value    int64  `json:"value"`
-		Error    string `json:"error"`
-		Definite bool   `json:"definite"`
-	}
-	json.Unmarshal(b, &ans)
-	switch {
-	case resp.StatusCode == http.StatusOK:
-		return ans.Value, nil
-	case ans.Error == lockclient.ErrorFenced:
-		return 0, lockclient.ErrFenced
-	case resp.StatusCode == http.StatusConflict && ans.Definite:
-		return 0, lockclient.Failf("storage: %s", ans.Error)
-	}
-	return 0, fmt.Errorf("storage answered %s: %s", resp.Status, b)
 }
 
 func main() {
