@@ -151,6 +151,24 @@ func TestExpandCompareKleppmannPreset(t *testing.T) {
 		if r.Backend == "etcd" && !strings.Contains(why, "static Go binary") {
 			t.Errorf("etcd's clock cell does not say why: %q", why)
 		}
+		// The preset's --clock-targets is clock-jump's alone: the other
+		// columns run (a first try of the preset here ran clock-jump
+		// only, every other cell refused for the flag).
+		if why := m.Applicable(r, "pause-holder"); why != "" {
+			t.Errorf("%s under pause-holder: %q", r, why)
+		}
+		if why := m.Applicable(r, "clock-strobe"); (r.Backend == "etcd") != (why != "") {
+			t.Errorf("%s under clock-strobe: %q", r, why)
+		}
+		if why := m.Applicable(r, "clock-jump-quorum"); r.Recipe == "redlock" && why != "" {
+			t.Errorf("%s under clock-jump-quorum: %q", r, why)
+		}
+		if cfg := m.Config(r, "clock-jump", 0, "x"); cfg.Options["clock-targets"] != "majority" {
+			t.Errorf("%s under clock-jump runs with options %v", r, cfg.Options)
+		}
+		if cfg := m.Config(r, "pause-holder", 0, "x"); cfg.Options["clock-targets"] != "" {
+			t.Errorf("%s under pause-holder runs with options %v", r, cfg.Options)
+		}
 	}
 }
 

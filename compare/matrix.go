@@ -184,6 +184,7 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 		cfg.Recipe = "" // the backend's default sets up its servers; the client is the recipe
 	}
 	cfg.Nemesis = FaultList(fault)
+	cfg.Options = faultOptions(m.Base.Options, cfg.Nemesis)
 	cfg.LeaseCheck = r.LeaseCheck
 	if b, ok := registry.Lookup(r.Backend); ok && m.bindWhereAble && !b.OneEndpoint {
 		cfg.ClientEndpoints = harness.ClientEndpointsAll
@@ -196,6 +197,25 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 		cfg.ServerVersion = "" // a server version means nothing to a backend with one build
 	}
 	return cfg
+}
+
+// faultOptions is what of the matrix's options a cell under faults
+// takes: a fault's own flag (the kleppmann preset's --clock-targets) goes
+// only to the cells of a fault that owns it; a run would refuse it
+// anywhere else, and the preset means it for those cells alone. Options
+// no fault owns (a backend's own) go to every cell.
+func faultOptions(options map[string]string, faults []string) map[string]string {
+	if len(options) == 0 {
+		return options
+	}
+	out := map[string]string{}
+	for flag, v := range options {
+		owners := nemesis.FlagOwners(flag)
+		if len(owners) == 0 || slices.ContainsFunc(owners, func(o string) bool { return slices.Contains(faults, o) }) {
+			out[flag] = v
+		}
+	}
+	return out
 }
 
 // Expand turns a spec into the matrix, checking every value up
