@@ -51,9 +51,29 @@ type dockerSystem struct {
 	dir   string
 }
 
-// testID names the cluster's Docker objects: short, unique, valid.
+// testID names the cluster's Docker objects: short, unique, valid. Two
+// runs of one process that start in the same millisecond (parallel tests,
+// a compare's streams) get distinct ids: the second takes a suffix, -2,
+// -3, …, instead of finding the first one's containers in its way.
 func testID(cfg *Config, started time.Time) string {
-	return fmt.Sprintf("%s-%s", strings.ToLower(cfg.Backend), started.UTC().Format("150405.000"))
+	base := fmt.Sprintf("%s-%s", strings.ToLower(cfg.Backend), started.UTC().Format("150405.000"))
+	issuedIDs.Lock()
+	defer issuedIDs.Unlock()
+	if issuedIDs.seen == nil {
+		issuedIDs.seen = map[string]bool{}
+	}
+	id := base
+	for n := 2; issuedIDs.seen[id]; n++ {
+		id = fmt.Sprintf("%s-%d", base, n)
+	}
+	issuedIDs.seen[id] = true
+	return id
+}
+
+// issuedIDs are the test ids this process has handed out.
+var issuedIDs struct {
+	sync.Mutex
+	seen map[string]bool
 }
 
 // agentBinary is the check binary to copy into the nodes.
