@@ -616,3 +616,20 @@ func TestExpandClients(t *testing.T) {
 		t.Errorf("missing dir: %v", err)
 	}
 }
+
+// A matrix with no cell that can run says why its cells cannot, not the
+// in-process rule when no row is in process.
+func TestNoCellCanRunSaysWhy(t *testing.T) {
+	if _, ok := registry.Lookup("etcd"); !ok {
+		t.Skip("etcd is not built in")
+	}
+	_, err := Expand(Spec{Backends: []string{"etcd"}, Faults: []string{"clock-strobe"}, Seed: 1})
+	if err == nil || !strings.Contains(err.Error(), "no cell can run") || !strings.Contains(err.Error(), "static Go binary") ||
+		strings.Contains(err.Error(), "in-process") {
+		t.Errorf("etcd under clock-strobe alone: %v", err)
+	}
+	_, err = Expand(Spec{Backends: []string{"memory"}, Faults: []string{"partition"}, Seed: 1})
+	if err == nil || !strings.Contains(err.Error(), "an in-process run injects only") {
+		t.Errorf("memory under partition alone: %v", err)
+	}
+}

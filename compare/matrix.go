@@ -485,9 +485,13 @@ func (l lists) builtinRows(add func(Row)) error {
 // refuses a matrix where none can.
 func (m *Matrix) checkCells() error {
 	cells := 0
+	var whys []string // why cells cannot run, each reason once
 	for _, r := range m.Rows {
 		for _, f := range m.Faults {
-			if m.Applicable(r, f) != "" {
+			if why := m.Applicable(r, f); why != "" {
+				if !slices.Contains(whys, why) {
+					whys = append(whys, why)
+				}
 				continue
 			}
 			cells++
@@ -503,7 +507,7 @@ func (m *Matrix) checkCells() error {
 		}
 	}
 	if cells == 0 {
-		return registry.Flagf("faults", "no cell can run: an in-process run (memory) injects only %s", strings.Join(nemesis.InProcess(), ", "))
+		return registry.Flagf("faults", "no cell can run: %s", strings.Join(whys, "; "))
 	}
 	return nil
 }
