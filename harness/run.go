@@ -124,6 +124,7 @@ func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*Outcom
 	r.check()
 	// From here on signals change nothing: the files are finished.
 	r.report()
+	r.logTo(false, "%s", r.marks.split(r.started, time.Now()))
 	return r.out, r.err
 }
 
@@ -142,10 +143,13 @@ type runState struct {
 	// final reads, teardown, check, report. Tests use it to interrupt a
 	// run exactly there; the CLI never sets it.
 	phaseHook func(phase string)
+	// marks are when each phase began, for the log's time split.
+	marks timeMarks
 }
 
 // phase marks the start of a phase of Run.
 func (s *runState) phase(name string) {
+	s.marks.mark(name)
 	if s.phaseHook != nil {
 		s.phaseHook(name)
 	}
@@ -277,6 +281,7 @@ func (r *run) setUpAndRun() {
 	// Every fault is healed: ask the servers what they are before they
 	// are torn down, briefly after an interrupt; a second signal cuts the
 	// question short.
+	r.marks.mark("versions")
 	r.servers = askServers(r.sig.Abort, sys, cfg, r.stop.Err() != nil, r.logf)
 	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
 	if r.out.Incomplete != "" {
