@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -133,18 +134,52 @@ func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (st
 func buildImage(ctx context.Context, cli *client.Client, tag string, progress io.Writer) (string, error) {
 	start := time.Now()
 	mirrors := HostMirrors()
-
-	if err := EnsureBaseImage(ctx, cli, mirrors, progress); err != nil {
-		return "", err
-	}
-
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
 		return "", daemonError(cli.DaemonHost(), err)
 	}
-	etcd, err := buildEtcd36(ctx, ver.Arch, progress)
-	if err != nil {
-		return "", err
+
+	// The base image (debootstrap, import) and the etcd 3.6 compile need
+	// nothing of each other: on a fresh machine they run side by side,
+	// each writing whole lines of progress.
+	out := &lineSink{w: progress}
+	var (
+		etcd             []byte
+		baseErr, etcdErr error
+		baseTook         time.Duration
+		etcdTook         time.Duration
+		wg               sync.WaitGroup
+	)
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		w := out.writer()
+		defer w.Close()
+		t := time.Now()
+		if baseErr = EnsureBaseImage(bctx, cli, mirrors, w); baseErr != nil {
+			cancel()
+		}
+		baseTook = time.Since(t)
+	}()
+	go func() {
+		defer wg.Done()
+		w := out.writer()
+		defer w.Close()
+		t := time.Now()
+		if etcd, etcdErr = cachedEtcd36(bctx, ver.Arch, w); etcdErr != nil {
+			cancel()
+		}
+		etcdTook = time.Since(t)
+	}()
+	wg.Wait()
+	// The first failure is the one to name; the other was cancelled by it.
+	switch {
+	case baseErr != nil && (etcdErr == nil || !errors.Is(baseErr, context.Canceled)):
+		return "", baseErr
+	case etcdErr != nil:
+		return "", etcdErr
 	}
 
 	fmt.Fprintf(progress, "compose: building %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
@@ -168,9 +203,16 @@ func buildImage(ctx context.Context, cli *client.Client, tag string, progress io
 	if err != nil {
 		return "", fmt.Errorf("building %s: the build ended but the image is missing: %w", tag, err)
 	}
-	fmt.Fprintf(progress, "compose: built %s in %s (docker build %s), %.0f MB\n",
-		tag, time.Since(start).Round(time.Second), time.Since(buildStart).Round(time.Second), float64(inspect.Size)/1e6)
+	fmt.Fprintf(progress, "compose: built %s in %s, %.0f MB: %s\n", tag, time.Since(start).Round(time.Second),
+		float64(inspect.Size)/1e6, buildSplit(baseTook, etcdTook, time.Since(buildStart)))
 	return tag, nil
+}
+
+// buildSplit says where an image build's time went: the two steps that
+// run side by side, then the Dockerfile (Debian's packages).
+func buildSplit(base, etcd, packages time.Duration) string {
+	return fmt.Sprintf("base image %s and etcd 3.6 %s side by side, then Debian's packages (docker build) %s",
+		base.Round(time.Second), etcd.Round(time.Second), packages.Round(time.Second))
 }
 
 // dockerBuild runs one classic-builder build of body (a tar stream; errc
