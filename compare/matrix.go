@@ -288,6 +288,7 @@ func expandBase(spec Spec) harness.Config {
 	base.StopOnViolation = !fullTime
 	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
+	base.FreshCluster = b.FreshCluster
 	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
 	return base
 }

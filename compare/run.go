@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -81,6 +82,16 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	}
 	fmt.Fprintf(progress, "compare: %s × %s, %s of %s%s, seed %d, store %s\n",
 		words.Plural(len(m.Rows), "row"), words.Plural(len(m.Faults), "fault"), words.Plural(total, "run"), m.TimeLimit, what, m.Seed, dir)
+	// Runs that need the same containers share them, one after another
+	// (harness.Clusters); the last are removed when the matrix ends.
+	clusters := harness.NewClusters()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := clusters.Close(ctx); err != nil {
+			fmt.Fprintf(progress, "compare: %v\n", err)
+		}
+	}()
 	done := 0
 	for i, r := range m.Rows {
 		for j, f := range m.Faults {
@@ -97,7 +108,7 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 				fmt.Fprintf(progress, "[%d/%d] %s × %s, run %d/%d (seed %d); %d left after this\n",
 					done, total, r, f, k+1, m.Runs, cfg.Seed, total-done)
 				t0 := time.Now()
-				out, err := harness.Run(sig, cfg, nil)
+				out, err := clusters.Run(sig, cfg, nil)
 				run := summarizeRun(cfg, dir, out, err, time.Since(t0))
 				if err == nil && out.Interrupted {
 					c.Interrupted = true

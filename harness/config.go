@@ -86,6 +86,10 @@ type Config struct {
 	// KeepCluster leaves the Docker cluster up after the run (healed), for
 	// a look inside; `check cluster down` removes it.
 	KeepCluster bool
+	// FreshCluster gives the run a new cluster even where a warm one of an
+	// earlier run of the same process would do (check compare,
+	// --test-count; see Clusters).
+	FreshCluster bool
 	// NoNetworkDelay drops the in-process backend's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool
@@ -280,7 +284,7 @@ func (c *Config) Validate() error {
 		return registry.Flagf("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", units.FormatBytes(c.CheckMemory), units.FormatBytes(MinCheckMemory))
 	}
 	if c.Cluster == registry.ClusterInProcess {
-		for _, flag := range []string{"keep-cluster", "agent-binary"} {
+		for _, flag := range []string{"keep-cluster", "fresh-cluster", "agent-binary"} {
 			if c.Given[flag] {
 				return registry.Flagf(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
 			}

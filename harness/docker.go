@@ -49,6 +49,10 @@ type dockerSystem struct {
 	trace func(node string, process int, sent bool, line []byte)
 	logf  func(string, ...any)
 	dir   string
+	// st is the run's state; warmKey, when not "", lets Close give the
+	// cluster back to st.clusters after a clean run.
+	st      *runState
+	warmKey string
 }
 
 // testID names the cluster's Docker objects: short, unique, valid. Two
@@ -168,15 +172,24 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 	start := time.Now()
 	st.phase("cluster")
 	st.clusterAsked = true
-	cl, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage})
+	spec := compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage}
+	key := warmKey(cfg, st, spec)
+	cl, err := upCluster(ctx, cli, spec, st, key, logf)
 	if err != nil {
 		return nil, err
+	}
+	if cl.TestID != id {
+		// A warm cluster: the servers take its id (etcd's cluster token).
+		id, st.testID = cl.TestID, cl.TestID
+		if db, _, err = b.NewDB(cfg.setup(id)); err != nil {
+			return nil, err
+		}
 	}
 	var nodes []string
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
-	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, servers: nodes, image: image, clientImage: clientImage, logf: logf, dir: dir}
+	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, servers: nodes, image: image, clientImage: clientImage, logf: logf, dir: dir, st: st, warmKey: key}
 	st.phase("servers")
 	// A fault that must be in place when each server starts (the first
 	// time and after a kill) prepares the nodes now.
@@ -396,7 +409,10 @@ func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 func (s *dockerSystem) Freezer() nemesis.Freezer { return containerFreezer{s.cluster} }
 
 func (s *dockerSystem) Info() map[string]string {
-	info := map[string]string{"docker test id": s.cluster.TestID, "image": s.image}
+	info := map[string]string{"docker test id": s.cluster.TestID, "image": s.image, "docker cluster": "new"}
+	if s.st != nil && s.st.reused {
+		info["docker cluster"] = "warm: an earlier run's, its processes killed and its data removed before this run"
+	}
 	if s.clientImage != "" {
 		info["client image"] = s.clientImage
 	}
@@ -429,6 +445,11 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	}
 	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, runstore.LogsDir), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
+	}
+	if s.warmKey != "" && s.st.keepWarm && len(errs) == 0 && s.st.clusters.give(s.warmKey, s.cluster) {
+		s.st.pooled = true
+		s.logf("cluster %s kept warm for the next run", s.cluster.TestID)
+		return nil
 	}
 	if s.cfg.KeepCluster {
 		s.logf("cluster %s kept (--keep-cluster): docker exec -it %s bash; remove it with: check cluster down --id %s",

@@ -145,6 +145,15 @@ type runState struct {
 	phaseHook func(phase string)
 	// marks are when each phase began, for the log's time split.
 	marks timeMarks
+	// clusters, when set, holds warm clusters this run may take and give
+	// back (Clusters.Run); reused says it took one.
+	clusters *Clusters
+	reused   bool
+	// keepWarm: the run ended cleanly (no error, no interrupt), so its
+	// cluster may be given back to clusters.
+	keepWarm bool
+	// pooled: the run gave its cluster back, so it is not left behind.
+	pooled bool
 }
 
 // phase marks the start of a phase of Run.
@@ -271,6 +280,8 @@ func (r *run) setUpAndRun() {
 		return
 	}
 	r.sys = sys
+	// A warm cluster carries the id it was made with.
+	r.out.TestID = r.testID
 	// The history's time zero is the start of the workload.
 	r.rec = history.NewRecorder(r.histFile)
 	r.live = startLive(cfg, r.rec, r.logf)
@@ -288,6 +299,7 @@ func (r *run) setUpAndRun() {
 		r.logf("the run is incomplete: %s", r.out.Incomplete)
 	}
 	r.phase("teardown")
+	r.keepWarm = r.err == nil && r.stop.Err() == nil
 	if err := sys.Close(context.Background()); err != nil {
 		r.fail(fmt.Errorf("tearing down: %w", err))
 	}
@@ -300,7 +312,7 @@ func (r *run) leftovers() {
 	if cfg.Cluster != registry.ClusterDocker || !r.clusterAsked {
 		return
 	}
-	if hint := leftoverHint(r.testID, cfg.KeepCluster); hint != "" {
+	if hint := leftoverHint(r.testID, cfg.KeepCluster || r.pooled); hint != "" {
 		r.logf("%s", hint)
 		if r.err == nil {
 			r.err = errors.New(hint)

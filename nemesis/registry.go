@@ -406,6 +406,17 @@ func HoldFor(s Settings) func(Fault) time.Duration {
 	}
 }
 
+// Prepares says whether a fault in names has a Prepare step: its servers
+// must start under it, so the run needs a cluster of its own.
+func Prepares(names []string) bool {
+	for _, n := range names {
+		if kinds[n].Prepare != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // Prepare runs the Prepare step of every fault in names that has one.
 func Prepare(ctx context.Context, names []string, env *Env) error {
 	for _, n := range names {

@@ -11,6 +11,9 @@ import (
 )
 
 func init() {
+	// The server's socket and its lock file live here; a stale lock file
+	// would outlast the server a kept cluster's next run replaces.
+	backends.RegisterRunDir(SocketDir)
 	registry.Register(registry.Info{
 		Name: "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's postgresql package (15)"},

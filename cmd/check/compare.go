@@ -110,6 +110,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&spec.Base.Keys, "keys", base.Keys, "independent locks in every run")
 	f.IntVar(&spec.Base.Nodes, "nodes", base.Nodes, "server nodes of every docker cluster (etcd and ZooKeeper: 3 or 5)")
 	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", base.LeaseTTL, "lease length in every run")
+	f.BoolVar(&spec.Base.FreshCluster, "fresh-cluster", false, "give every run a new Docker cluster (default: a run takes the cluster a finished run of the same backend, server count and clients left, with its processes killed and its data removed)")
 	f.BoolVar(&spec.FullTime, "full-time", false, "run every cell for its whole time limit (default: a run ends its workload at its first violation)")
 	// For short runs in tests and by hand; the defaults are the root command's.
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -109,6 +110,19 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	junit := cfg.JUnit
 	sig, stop := signals()
 	defer stop()
+	// The tests of one --test-count share their cluster, one after
+	// another; the last is removed at the end.
+	var clusters *harness.Clusters
+	if testCount > 1 {
+		clusters = harness.NewClusters()
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := clusters.Close(ctx); err != nil {
+			fmt.Fprintf(cmd.ErrOrStderr(), "check: %v\n", err)
+		}
+	}()
 	return repeat(cmd.OutOrStdout(), testCount, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
 		func(i int, seed int64) (int, string, error) {
 			c := *cfg
@@ -116,7 +130,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			c.CommandArgv = commandLine(cmd, seed)
 			c.Command = shellquote.Join(c.CommandArgv)
 			c.JUnit = junitFor(junit, i, testCount)
-			out, err := harness.Run(sig, c, cmd.OutOrStdout())
+			out, err := clusters.Run(sig, c, cmd.OutOrStdout())
 			if err != nil {
 				if _, ok := err.(*harness.UsageError); ok {
 					return harness.ExitUsage, "", err
@@ -173,6 +187,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	}
 	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
+	f.BoolVar(&cfg.FreshCluster, "fresh-cluster", false, "with --test-count, give every test a new Docker cluster (default: a test takes the one the test before it left, with its processes killed and its data removed)")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
 	f.StringVar(&cfg.Name, "name", "", "the test's name in the store, one directory name (default: backend-recipe-storage[-fencing]-nemesis, e.g. memory-lease-fenced-none-pause)")
 }

@@ -1,0 +1,130 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/client"
+	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/nemesis"
+)
+
+// Clusters keeps the Docker clusters of finished runs warm for the next
+// run of the same process that needs the same containers (backend, server
+// count, clients, node and client images, agent binary), so a matrix or a
+// --test-count pays for containers once, not per run.
+//
+// A kept cluster is never shared by two runs at once, and a run never
+// inherits anything from the last one but its containers and network:
+// before it is used again every process the last run started is killed
+// and every directory runs write is emptied (compose.Cluster.Rewarm), and
+// the servers and storage start from nothing as on a new cluster. A
+// cluster whose run failed, was interrupted or did not heal is never
+// kept; one that cannot be made clean is removed and the run starts a
+// fresh one, saying so in its log. Runs whose faults must prepare the
+// servers' start (the clock faults) always get their own cluster.
+type Clusters struct {
+	mu   sync.Mutex
+	idle map[string][]*compose.Cluster
+	// closed: Close has run; a cluster given back after it is removed.
+	closed bool
+}
+
+// NewClusters makes an empty set of warm clusters; Close removes what it
+// holds at the end.
+func NewClusters() *Clusters { return &Clusters{idle: map[string][]*compose.Cluster{}} }
+
+// Run is harness.Run with the cluster taken from p when one is warm, and
+// given back to p after a clean run. --fresh-cluster (Config.FreshCluster)
+// opts a run out. A nil p is Run itself.
+func (p *Clusters) Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
+	if p == nil {
+		return Run(sig, cfg, progress)
+	}
+	return runWith(sig, cfg, progress, &runState{clusters: p})
+}
+
+// Close removes every cluster p holds. Call it once the last run is done,
+// also after an interrupt. A nil p holds nothing.
+func (p *Clusters) Close(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = map[string][]*compose.Cluster{}, true
+	p.mu.Unlock()
+	var errs []error
+	for _, list := range idle {
+		for _, cl := range list {
+			if err := cl.Down(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("removing warm cluster %s: %w (check cluster down --id %s)", cl.TestID, err, cl.TestID))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// take hands out a warm cluster for key, or nil.
+func (p *Clusters) take(key string) *compose.Cluster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	list := p.idle[key]
+	if len(list) == 0 {
+		return nil
+	}
+	cl := list[len(list)-1]
+	p.idle[key] = list[:len(list)-1]
+	return cl
+}
+
+// give keeps cl for the next run of key; false when p is closed.
+func (p *Clusters) give(key string, cl *compose.Cluster) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.idle[key] = append(p.idle[key], cl)
+	return true
+}
+
+// warmKey is what a run needs of a kept cluster: the same containers.
+// Everything else (recipe, version, lease, storage, fencing) the servers'
+// fresh start sets. "" means the run takes no warm cluster and gives none.
+func warmKey(cfg *Config, st *runState, spec compose.Spec) string {
+	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) {
+		return ""
+	}
+	return fmt.Sprintf("%s|%d servers|%d clients|%s|%s|%s", cfg.Backend, spec.Servers, spec.Clients, spec.Image, spec.ClientImage, spec.Binary)
+}
+
+// upCluster brings spec's cluster up: a warm one made clean when st holds
+// one for key, else a new one.
+func upCluster(ctx context.Context, cli *client.Client, spec compose.Spec, st *runState, key string, logf func(string, ...any)) (*compose.Cluster, error) {
+	if key != "" {
+		if cl := st.clusters.take(key); cl != nil {
+			t := time.Now()
+			err := cl.Rewarm(ctx, backends.RunDirs())
+			if err == nil {
+				cli.Close()
+				st.reused = true
+				logf("cluster %s reused warm: the last run's processes killed and its data removed in %s (--fresh-cluster: a new cluster)",
+					cl.TestID, time.Since(t).Round(time.Millisecond))
+				return cl, nil
+			}
+			logf("cluster %s could not be made clean for reuse (%v); removing it and starting a fresh one", cl.TestID, err)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+			if derr := cl.Down(dctx); derr != nil {
+				logf("removing cluster %s: %v", cl.TestID, derr)
+			}
+			cancel()
+		}
+	}
+	return compose.Up(ctx, cli, spec)
+}
