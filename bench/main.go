@@ -3,7 +3,9 @@
 // bench/run; --docker adds the rows that need the Docker engine (etcd,
 // cluster and image timings, and the long run: 10 minutes on etcd with
 // every fault, the harness's memory sampled throughout; --only long runs it
-// alone; --only stress runs back-to-back pause-holder runs on etcd beside
+// alone; the overhead group measures a run's cost beyond its workload on
+// each backend, on new clusters and on warm ones; --only preset runs the
+// jepsen-etcd preset on both; --only stress runs back-to-back pause-holder runs on etcd beside
 // CPU, disk and memory pressure, and only when asked for by name). It is a
 // measurement, never a test: nothing here fails CI.
 package main
@@ -30,9 +32,11 @@ type row struct {
 
 func main() {
 	checkerCase := flag.Int("checker-case", -1, "internal: check one synthetic case and print its numbers")
+	overheadRuns := flag.Int("overhead-runs", 3, "runs per side (new cluster, warm cluster) of each backend in the overhead group")
+	presetRuns := flag.Int("preset-runs", 10, "runs per cell of the jepsen-etcd preset in the preset group (only when named: --only preset)")
 	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
-	only := flag.String("only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, long); scale runs only when asked for")
+	only := flag.String("only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset); scale and preset run only when asked for")
 	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	longSamples := flag.String("long-samples", "", "write the long run's memory samples to this file (tab-separated)")
@@ -121,6 +125,12 @@ func main() {
 	}
 	if *docker && want("docker") {
 		rows = append(rows, dockerRows()...)
+	}
+	if *docker && want("overhead") {
+		rows = append(rows, overheadRows(*overheadRuns)...)
+	}
+	if *docker && *only != "" && want("preset") {
+		rows = append(rows, presetRows(*presetRuns)...)
 	}
 	if *docker && want("long") {
 		rows = append(rows, longRows(*longTime, *longEvery, *longSamples)...)
