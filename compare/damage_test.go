@@ -39,3 +39,20 @@ func TestAggregateCellLostShare(t *testing.T) {
 		t.Fatalf("run line %q", got)
 	}
 }
+
+// A cell sums the expired-lease grants of the runs that counted them, and
+// says so after its other figures.
+func TestCellCountsExpiredGrants(t *testing.T) {
+	three, one := 3, 1
+	c := AggregateCell("pause-all", []result.CompareRun{
+		{Verdict: "invalid", AcquireOK: 10, TimeLimitS: 10, ExpiredGrants: &three, Grants: 12},
+		{Verdict: "valid", AcquireOK: 10, TimeLimitS: 10, ExpiredGrants: &one, Grants: 11},
+		{Verdict: "valid", AcquireOK: 10, TimeLimitS: 10},
+	})
+	if c.ExpiredGrants == nil || *c.ExpiredGrants != 4 || c.Grants != 23 {
+		t.Fatalf("cell: %v of %d", c.ExpiredGrants, c.Grants)
+	}
+	if got := c.StatsText(); !strings.HasSuffix(got, " · 4 of 23 grants on an expired lease") {
+		t.Fatalf("stats text %q", got)
+	}
+}

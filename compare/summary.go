@@ -57,6 +57,15 @@ func AggregateCell(fault string, runs []result.CompareRun) result.CompareCell {
 		c.LostShareRange[0] = min(c.LostShareRange[0], *r.LostShareMin)
 		c.LostShareRange[1] = max(c.LostShareRange[1], *r.LostShareMax)
 	}
+	for _, r := range runs {
+		if r.ExpiredGrants != nil {
+			n := *r.ExpiredGrants
+			if c.ExpiredGrants != nil {
+				n += *c.ExpiredGrants
+			}
+			c.ExpiredGrants, c.Grants = &n, c.Grants+r.Grants
+		}
+	}
 	if len(lost) > 0 {
 		med := median(lost)
 		c.MedianLostShare = &med
@@ -119,6 +128,10 @@ func summarizeRun(cfg harness.Config, root string, out *harness.Outcome, runErr 
 	}
 	if sv := out.Report.Servers; sv != nil {
 		r.Servers = sv.Summary
+	}
+	if g := out.Report.ExpiredGrants; g != nil && g.Counted {
+		n := g.Count
+		r.ExpiredGrants, r.Grants = &n, g.Grants
 	}
 	ops := out.Report.Ops
 	acq := reports.ComputeStats(ops).Ops[history.Acquire]

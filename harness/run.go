@@ -397,7 +397,7 @@ func (r *run) report() {
 		Dir: r.dir, Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
 		Params: params(cfg, sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
-		Incomplete: out.Incomplete, Servers: r.servers,
+		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(cfg, r.events),
 	}
 	if r.err != nil {
 		rep.Error = r.err.Error()

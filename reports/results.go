@@ -59,6 +59,23 @@ type Results struct {
 
 	// Servers is what the servers said they are (docs/results.md).
 	Servers *Servers `json:"servers,omitempty"`
+	// ExpiredGrants counts the lock grants made on an already expired
+	// lease (docs/results.md).
+	ExpiredGrants *ExpiredGrants `json:"expired_grants,omitempty"`
+}
+
+// ExpiredGrants is how often the lock service granted the lock on a lease
+// or session that had already expired (etcd's bug 11456, which Jepsen's
+// etcd analysis measured), among the grants of the workload. A backend
+// whose grants cannot be told apart, or cannot be on an expired lease at
+// all, is not counted, and Why says which.
+type ExpiredGrants struct {
+	Counted bool `json:"counted"`
+	// Count of Grants: every acquisition the service granted in the
+	// workload, the ones the careful client then refused included.
+	Count  int    `json:"count"`
+	Grants int    `json:"grants"`
+	Why    string `json:"why,omitempty"`
 }
 
 // MakeResults builds results.json's content.
@@ -68,7 +85,7 @@ func MakeResults(r *Run) Results {
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
-		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers,
+		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers, ExpiredGrants: r.ExpiredGrants,
 	}
 }
 

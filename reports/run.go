@@ -64,6 +64,9 @@ type Run struct {
 	// Servers is what the lock service's servers said they are; nil when
 	// the run never asked (its setup failed) or predates the question.
 	Servers *Servers
+	// ExpiredGrants counts the grants the lock service made on a lease
+	// that had already expired; nil when the run never counted them.
+	ExpiredGrants *ExpiredGrants
 	// HistoryNote says what reading the history back left out (its last
 	// line, cut by a kill), or "".
 	HistoryNote string

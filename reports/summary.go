@@ -20,6 +20,9 @@ func Summary(w io.Writer, r *Run) {
 	if r.Servers != nil {
 		fmt.Fprintf(w, "  servers: %s\n", r.Servers.Summary)
 	}
+	if g := r.ExpiredGrants; g != nil && g.Counted {
+		fmt.Fprintf(w, "  lock granted on an already expired lease: %d of %d grants\n", g.Count, g.Grants)
+	}
 	var fs []string
 	for f := range st.Ops {
 		fs = append(fs, f)

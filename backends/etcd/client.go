@@ -40,6 +40,10 @@ type held struct {
 
 func (h *held) Token() uint64 { return h.token }
 
+// errKeyVanished is the careful client's refusal of a grant whose lock key
+// was already gone at the read-back (the lease expired while it waited).
+const errKeyVanished = "the lock key vanished: session expired"
+
 // Lost: the session's lease has ended (expired or revoked) as far as the
 // client knows.
 func (h *held) Lost() bool {
@@ -205,7 +209,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		// We hold the lock but cannot say with which token: unknown.
 		go s.Close()
 		if err == nil {
-			err = errors.New("the lock key vanished: session expired")
+			err = errors.New(errKeyVanished)
 			return 0, backends.Definite(err)
 		}
 		return 0, fmt.Errorf("reading the lock key's revision: %w", err)

@@ -3,11 +3,15 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/history"
 )
 
 func init() {
@@ -15,8 +19,9 @@ func init() {
 		Name: "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
 			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
-		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)
-		MinTTL:      100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
+		ExpiredGrant: expiredGrant,
+		OneEndpoint:  true, // every member serves the whole keyspace (a follower forwards to the leader)
+		MinTTL:       100 * time.Millisecond, Versions: []string{"3.6", "3.4"},
 		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)"}, Nodes: []int{3, 5},
 		// A --client program may keep the resource in etcd as well,
 		// behind its own guarded transaction.
@@ -34,4 +39,22 @@ func init() {
 			return NewRecipeClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
 		},
 	})
+}
+
+// expiredGrant: the server granted the lock on a lease that had already
+// expired, so the lock key was gone when the client read it back at once.
+// The trusting client acts on such a grant with token 0 (no real lock key
+// has create revision 0); the careful one refuses it with the read-back's
+// error (lock-rpc) or the mutex's own (ErrSessionExpired after its wait).
+func expiredGrant(_ string, e history.Event) bool {
+	if e.F != history.Acquire {
+		return false
+	}
+	switch e.Type {
+	case history.OK:
+		return e.Token == 0
+	case history.Fail:
+		return strings.Contains(e.Error, errKeyVanished) || strings.Contains(e.Error, concurrency.ErrSessionExpired.Error())
+	}
+	return false
 }

@@ -13,7 +13,8 @@ import (
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "memory", Server: "fencecheck", VersionQuery: VersionQuery, Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
+		NoExpiredGrants: "lockd grants only a live lease: a grant on an expired lease cannot happen",
+		Name:            "memory", Server: "fencecheck", VersionQuery: VersionQuery, Recipes: []string{"lease"}, Clusters: []registry.Cluster{registry.ClusterInProcess, registry.ClusterDocker},
 		AllEndpoints: "the memory backend has one lock server (lockd), so every client already speaks to that one",
 		NoClockFaults: "the memory backend's server is fencecheck itself, a static Go binary that libfaketime cannot be preloaded into, " +
 			"and it times leases on the monotonic clock; the clock faults run on redis, postgres and zookeeper",

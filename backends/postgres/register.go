@@ -15,7 +15,8 @@ func init() {
 	// would outlast the server a kept cluster's next run replaces.
 	backends.RegisterRunDir(SocketDir)
 	registry.Register(registry.Info{
-		Name: "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		NoExpiredGrants: "the lease recipe grants in one UPDATE that takes only a free or expired row, and an advisory lock belongs to the open connection: neither can be granted on an expired lease",
+		Name:            "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's postgresql package (15)"},
 		AllEndpoints: "PostgreSQL runs one server, so every client already speaks to that one",
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {

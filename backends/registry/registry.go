@@ -24,6 +24,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -117,6 +118,16 @@ type Info struct {
 	// servers (a static binary libfaketime cannot be preloaded into,
 	// leases timed on the monotonic clock); "" when they can.
 	NoClockFaults string
+	// ExpiredGrant, when set, tells from an acquire's completion (ok, or a
+	// failure the built-in client made of it) whether the lock service
+	// granted the lock on a lease or session that had already expired —
+	// etcd's bug 11456, which Jepsen measured — so a run can count such
+	// grants (results.json's expired_grants). Nil when the recipe cannot
+	// tell; NoExpiredGrants then says why.
+	ExpiredGrant func(recipe string, e history.Event) bool
+	// NoExpiredGrants says why the backend's grants are not counted: they
+	// cannot happen by construction, or the recipe cannot tell.
+	NoExpiredGrants string
 	// ClosedToClients says why no outside lock client (--client) can
 	// speak to this backend's lock service, e.g. one that lives inside
 	// fencecheck; "" when a client can.

@@ -89,9 +89,14 @@ type CompareCell struct {
 	// (its lower bound: exact when no write's outcome was unknown);
 	// LostShareRange is [the smallest lower bound, the largest upper
 	// bound] over those runs. Null when no run could be counted.
-	MedianLostShare *float64     `json:"median_lost_share"`
-	LostShareRange  []float64    `json:"lost_share_range,omitempty"`
-	Runs            []CompareRun `json:"runs"`
+	MedianLostShare *float64  `json:"median_lost_share"`
+	LostShareRange  []float64 `json:"lost_share_range,omitempty"`
+	// ExpiredGrants of Grants, summed over the runs that counted them:
+	// the lock granted on a lease that had already expired. Omitted when
+	// no run counted them.
+	ExpiredGrants *int         `json:"expired_grants,omitempty"`
+	Grants        int          `json:"grants,omitempty"`
+	Runs          []CompareRun `json:"runs"`
 	// Missing counts the cell's runs a merged comparison lacks (a shard
 	// that did not come back); the verdicts are of the runs it has.
 	Missing int `json:"missing,omitempty"`
@@ -124,6 +129,11 @@ type CompareRun struct {
 	// servers.summary, e.g. "etcd 3.6.16"); omitted when the run did not
 	// ask them.
 	Servers string `json:"servers,omitempty"`
+	// ExpiredGrants of Grants: the lock granted on a lease that had
+	// already expired (results.json's expired_grants); omitted when the
+	// backend does not count them.
+	ExpiredGrants *int `json:"expired_grants,omitempty"`
+	Grants        int  `json:"grants,omitempty"`
 }
 
 // ServersText is what the row's servers said they are, over every run
@@ -189,7 +199,11 @@ func (c *CompareCell) StatsText() string {
 	if lost := c.LostText(); lost != "" {
 		first += " · " + lost
 	}
-	return fmt.Sprintf("%s · %.1f acq/s · %s", first, c.AcquiresPerS, share)
+	text := fmt.Sprintf("%s · %.1f acq/s · %s", first, c.AcquiresPerS, share)
+	if c.ExpiredGrants != nil {
+		text += fmt.Sprintf(" · %d of %d grants on an expired lease", *c.ExpiredGrants, c.Grants)
+	}
+	return text
 }
 
 // LostText is the cell's lost-update share, e.g. "lost 2.1%" or, over
