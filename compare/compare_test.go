@@ -180,6 +180,18 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The page puts the published figure beside the measured one.
+	if !strings.Contains(m.Published, "about 18 %") || !strings.Contains(m.Published, "trusting") {
+		t.Errorf("jepsen-etcd's published figure: %q", m.Published)
+	}
+	var md, page strings.Builder
+	c := &result.Comparison{Preset: m.Preset, Published: m.Published, Runs: 1}
+	if err := reports.WriteCompareMarkdown(&md, c); err != nil || !strings.Contains(md.String(), "Published: Jepsen's analysis") {
+		t.Errorf("compare.md does not show the published figure (%v):\n%s", err, md.String())
+	}
+	if err := reports.WriteCompareHTML(&page, c); err != nil || !strings.Contains(page.String(), `id="published"`) {
+		t.Errorf("compare.html does not show the published figure (%v)", err)
+	}
 	trusting := func(r Row) Row { r.LeaseCheck = "none"; return r }
 	want := []Row{trusting(docker("etcd", "lock-rpc", "fenced", "none")), trusting(docker("etcd", "lock-rpc", "fenced", "all")),
 		docker("etcd", "lock-rpc", "fenced", "none"), trusting(docker("etcd", "lock-rpc", "etcd", "none"))}

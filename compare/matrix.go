@@ -75,6 +75,13 @@ type Spec struct {
 // Presets are the accepted --preset values.
 var Presets = []string{"quick", "full", "jepsen-etcd", "kleppmann"}
 
+// published are the figures presets reproduce, as their sources give them.
+var published = map[string]string{
+	"jepsen-etcd": "Jepsen's analysis of etcd 3.4.3 (January 2020) reports about 18 % of acknowledged updates lost " +
+		"by a client that trusts its grant, unfenced: read it beside the row \"lock-rpc (trusting: lease-check none) · fenced · none\" " +
+		"(docs/jepsen-etcd.md explains the difference from the histories)",
+}
+
 // jepsenEtcdBase is what the jepsen-etcd preset changes in every run: the
 // setup of the lock test in Jepsen's analysis of etcd 3.4.3 (2 s leases, 5
 // processes, 5 nodes, a 0–2 s critical section, a server paused for 5 s
@@ -146,7 +153,10 @@ func FaultList(column string) []string { return strings.Split(column, "+") }
 // Matrix is an expanded, validated comparison: every row runs
 // under every fault Runs times.
 type Matrix struct {
-	Preset    string
+	Preset string
+	// Published is the published figure the preset reproduces ("" if
+	// none): the comparison's page shows it beside the measured one.
+	Published string
 	Rows      []Row
 	Faults    []string
 	Runs      int
@@ -221,7 +231,7 @@ func faultOptions(options map[string]string, faults []string) map[string]string 
 // Expand turns a spec into the matrix, checking every value up
 // front; errors are *harness.UsageError naming the flag.
 func Expand(spec Spec) (*Matrix, error) {
-	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec)}
+	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec), Published: published[spec.Preset]}
 	m.bindWhereAble = spec.Base.ClientEndpoints == "" && m.Base.ClientEndpoints == harness.ClientEndpointsOne
 	l, err := presetLists(spec)
 	if err != nil {

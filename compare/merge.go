@@ -166,7 +166,7 @@ func show(v string) string {
 func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 	first := shards[0].c
 	c := &result.Comparison{
-		Started: first.Started, Preset: first.Preset, Seed: first.Seed, Runs: first.Runs, TimeLimitS: first.TimeLimitS,
+		Started: first.Started, Preset: first.Preset, Published: first.Published, Seed: first.Seed, Runs: first.Runs, TimeLimitS: first.TimeLimitS,
 		Faults: first.Faults, Clients: first.Clients, Keys: first.Keys, Nodes: first.Nodes, LeaseTTLS: first.LeaseTTLS,
 	}
 	got := map[result.ComparePair]result.CompareRun{}

@@ -45,7 +45,7 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	}
 	started := time.Now()
 	c := &result.Comparison{
-		Started: started.UTC().Format("2006-01-02T15:04:05Z"), Preset: m.Preset, Seed: m.Seed, Runs: m.Runs,
+		Started: started.UTC().Format("2006-01-02T15:04:05Z"), Preset: m.Preset, Published: m.Published, Seed: m.Seed, Runs: m.Runs,
 		TimeLimitS: m.TimeLimit.Seconds(), Faults: m.Faults,
 		Clients: m.Base.Clients, Keys: m.Base.Keys, Nodes: m.Base.Nodes, LeaseTTLS: m.Base.LeaseTTL.Seconds(),
 		Shard: shard,

@@ -46,6 +46,9 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 	if c.Interrupted {
 		b.WriteString(" **Interrupted: cells marked \"not run\" were not reached.**")
 	}
+	if c.Published != "" {
+		b.WriteString("\n\nPublished: " + c.Published + ".")
+	}
 	if note := c.ShardNote(); note != "" {
 		b.WriteString("\n\n" + note)
 	}

@@ -24,6 +24,9 @@ type Comparison struct {
 	Started string `json:"started"`
 	// Preset is the --preset used, if any.
 	Preset string `json:"preset,omitempty"`
+	// Published is the figure the preset reproduces, as published, with
+	// the row it is to be read beside; "" for a preset without one.
+	Published string `json:"published,omitempty"`
 	// Seed is the first run's seed; run r of every cell uses Seed+r.
 	Seed       int64   `json:"seed"`
 	Runs       int     `json:"runs"`
