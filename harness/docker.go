@@ -168,7 +168,6 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 		}
 		logf("client %s (%s, manifest hash %s): image %s", cfg.client.Manifest.Name, cfg.ClientDir, cfg.client.Hash(), clientImage)
 	}
-	logf("cluster %s: %s, storage, %s (image %s)", id, words.Plural(servers, "server node"), words.Plural(cfg.Clients, "client"), image)
 	start := time.Now()
 	st.phase("cluster")
 	st.clusterAsked = true
@@ -185,6 +184,7 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 			return nil, err
 		}
 	}
+	logf("cluster %s: %s, storage, %s (image %s)", id, words.Plural(servers, "server node"), words.Plural(cfg.Clients, "client"), image)
 	var nodes []string
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
