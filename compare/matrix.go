@@ -19,7 +19,6 @@
 package compare
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -70,37 +69,6 @@ type Spec struct {
 	// FullTime runs every cell for its whole time limit; otherwise a run
 	// ends its workload at its first violation (StopOnViolation).
 	FullTime bool
-}
-
-// Presets are the accepted --preset values.
-var Presets = []string{"quick", "full", "jepsen-etcd", "kleppmann"}
-
-// published are the figures presets reproduce, as their sources give them.
-var published = map[string]string{
-	"jepsen-etcd": "Jepsen's analysis of etcd 3.4.3 (January 2020) reports about 18 % of acknowledged updates lost " +
-		"by a client that trusts its grant, unfenced: read it beside the row \"lock-rpc (trusting: lease-check none) · fenced · none\" " +
-		"(docs/jepsen-etcd.md explains the difference from the histories)",
-}
-
-// jepsenEtcdBase is what the jepsen-etcd preset changes in every run: the
-// setup of the lock test in Jepsen's analysis of etcd 3.4.3 (2 s leases, 5
-// processes, 5 nodes, a 0–2 s critical section, a server paused for 5 s
-// every 5 s), on Debian's etcd 3.4 (docs/jepsen-etcd.md).
-func jepsenEtcdBase(base *harness.Config) {
-	base.Nodes, base.Clients, base.LeaseTTL = 5, 5, 2*time.Second
-	base.Hold = 2 * time.Second
-	base.ClientEndpoints = harness.ClientEndpointsOne
-	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
-	base.ServerVersion = "3.4"
-}
-
-// kleppmannBase is what the kleppmann preset changes in every run: a
-// critical section of a second, so that a clock jump lands inside a hold,
-// and clock-jump moving a majority of the servers, the simpler form of
-// Kleppmann's case against Redlock (docs/kleppmann-redlock.md).
-func kleppmannBase(base *harness.Config) {
-	base.Work = time.Second
-	base.Options = map[string]string{"clock-targets": nemesis.TargetsMajority}
 }
 
 // DefaultBase is what every run of a comparison shares: the root
@@ -268,123 +236,6 @@ func Expand(spec Spec) (*Matrix, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// expandBase is the configuration every run of the matrix starts from:
-// the defaults (the preset's, for jepsen-etcd), the spec's values over
-// them.
-func expandBase(spec Spec) harness.Config {
-	base := DefaultBase()
-	fullTime := spec.FullTime
-	if spec.Preset == "jepsen-etcd" {
-		jepsenEtcdBase(&base)
-		// The damage is measured over the whole run, as Jepsen's is.
-		fullTime = true
-	}
-	if spec.Preset == "kleppmann" {
-		kleppmannBase(&base)
-	}
-	b := spec.Base
-	base.Clients = cmp.Or(b.Clients, base.Clients)
-	base.Keys = cmp.Or(b.Keys, base.Keys)
-	base.LeaseTTL = cmp.Or(b.LeaseTTL, base.LeaseTTL)
-	base.Work = cmp.Or(b.Work, base.Work)
-	base.Hold = cmp.Or(b.Hold, base.Hold)
-	base.PauseDuration = cmp.Or(b.PauseDuration, base.PauseDuration)
-	base.ServerVersion = cmp.Or(b.ServerVersion, base.ServerVersion)
-	base.NemesisInterval = cmp.Or(b.NemesisInterval, base.NemesisInterval)
-	base.CheckTimeout = cmp.Or(b.CheckTimeout, base.CheckTimeout)
-	base.CheckMemory = cmp.Or(b.CheckMemory, base.CheckMemory)
-	base.StopOnViolation = !fullTime
-	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
-	base.AgentBinary = b.AgentBinary
-	base.FreshCluster = b.FreshCluster
-	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
-	return base
-}
-
-// lists are the matrix's axes and counts: the preset's, then the flags
-// over them.
-type lists struct {
-	everyRecipe                         bool
-	backends, storages, faults, fencing []string
-	runs                                int
-	timeLimit                           time.Duration
-	leaseChecks                         []string
-	// keep, when set, drops rows a preset does not need.
-	keep func(Row) bool
-}
-
-// presetLists is the preset's lists with the spec's over them.
-func presetLists(spec Spec) (lists, error) {
-	l := lists{everyRecipe: true, storages: []string{"fenced"}, faults: []string{"pause-holder"},
-		fencing: []string{"none", "all"}, runs: 1, timeLimit: 20 * time.Second, backends: spec.Backends,
-		leaseChecks: []string{registry.LeaseCheckAll}}
-	switch spec.Preset {
-	case "":
-	case "quick":
-		l.everyRecipe = false
-		l.timeLimit = 15 * time.Second
-	case "full":
-		l.storages = []string{"fenced"}
-		for _, be := range registry.All() {
-			l.storages = append(l.storages, be.Storages...)
-		}
-		for _, st := range registry.SharedStorages() {
-			if st != registry.DefaultStorage {
-				l.storages = append(l.storages, st)
-			}
-		}
-		l.fencing = []string{"none", "writes", "all"}
-		l.faults = []string{"pause-holder", "pause", "partition", "kill"}
-		l.runs = 3
-	case "jepsen-etcd":
-		if len(l.backends) == 0 {
-			l.backends = []string{"etcd:lock-rpc"}
-		}
-		l.storages = []string{"fenced", "etcd"}
-		l.faults = []string{"pause-leader+pause-all"}
-		l.runs = 10
-		l.timeLimit = 30 * time.Second
-		// The trusting client in every cell; the careful one beside it
-		// where the storage checks nothing, to show what its checks buy.
-		l.leaseChecks = []string{registry.LeaseCheckNone, registry.LeaseCheckAll}
-		if len(spec.LeaseChecks) == 0 {
-			l.keep = func(r Row) bool {
-				return r.Client != "" || r.LeaseCheck == registry.LeaseCheckNone || (r.Storage == registry.DefaultStorage && r.Fencing == string(fenced.None))
-			}
-		}
-	case "kleppmann":
-		if len(l.backends) == 0 {
-			l.backends = []string{"redis:redlock", "redis:setnx", "postgres:lease", "etcd", "zookeeper"}
-		}
-		l.everyRecipe = false
-		l.faults = []string{"clock-jump", "clock-jump-quorum", "clock-strobe", "pause-holder"}
-	default:
-		return l, registry.Flagf("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
-	}
-	if len(l.backends) == 0 {
-		l.backends = DefaultBackends()
-	}
-	if len(spec.Storages) > 0 {
-		l.storages = spec.Storages
-	}
-	if len(spec.Faults) > 0 {
-		l.faults = spec.Faults
-	}
-	if len(spec.Fencing) > 0 {
-		l.fencing = spec.Fencing
-	}
-	if len(spec.LeaseChecks) > 0 {
-		l.leaseChecks = spec.LeaseChecks
-	}
-	if spec.Runs != 0 {
-		l.runs = spec.Runs
-	}
-	if spec.TimeLimit != 0 {
-		l.timeLimit = spec.TimeLimit
-	}
-	return l, nil
 }
 
 // check refuses a count out of range, an unknown fencing mode, fault or
