@@ -53,13 +53,13 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 		b.WriteString("\n\n" + note)
 	}
 	if len(c.Missing) > 0 {
-		fmt.Fprintf(&b, "\n\n**%d run(s) missing: no shard brought them back** (the cells say \"missing\"):\n\n", len(c.Missing))
+		fmt.Fprintf(&b, "\n\n**%s missing: no shard brought them back** (the cells say \"missing\"):\n\n", words.Plural(len(c.Missing), "run"))
 		for _, m := range c.Missing {
 			b.WriteString("- " + m.String() + "\n")
 		}
 	}
 	if len(c.Unfinished) > 0 {
-		fmt.Fprintf(&b, "\n\n**%d run(s) not shown to have finished: counted as unknown:**\n\n", len(c.Unfinished))
+		fmt.Fprintf(&b, "\n\n**%s not shown to have finished: counted as unknown:**\n\n", words.Plural(len(c.Unfinished), "run"))
 		for _, u := range c.Unfinished {
 			b.WriteString("- " + u + "\n")
 		}
@@ -147,6 +147,7 @@ var compareTemplate string
 var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"link":    reportLink,
 	"seconds": result.Seconds,
+	"plural":  words.Plural,
 	"runNo":   runNo,
 }).Parse(compareTemplate))
 

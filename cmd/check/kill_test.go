@@ -332,7 +332,7 @@ func TestMergeOfKilledShardIsNeverValid(t *testing.T) {
 	once.Do(func() { cmd.Process.Kill() })
 	cmd.Wait()
 	code, out := merge(killed)
-	if code != 2 || !strings.Contains(out, "1 run(s) missing") {
+	if code != 2 || !strings.Contains(out, "1 run missing") {
 		t.Errorf("merge of a shard killed in its second run: exit %d, want 2 and the run missing\n%s", code, out)
 	}
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -60,18 +61,18 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 			for _, s := range c.Sources {
 				runs += s.Runs
 			}
-			fmt.Fprintf(w, "merge: %d shard(s), %d run(s): %s\n", len(c.Sources), runs, filepath.Join(out, runstore.CompareHTML))
+			fmt.Fprintf(w, "merge: %s, %s: %s\n", words.Plural(len(c.Sources), "shard"), words.Plural(runs, "run"), filepath.Join(out, runstore.CompareHTML))
 			if len(c.Missing) > 0 {
 				if gone := compare.MissingShards(c); len(gone) > 0 {
 					fmt.Fprintf(w, "merge: shard(s) %s did not come back\n", strings.Join(gone, ", "))
 				}
-				fmt.Fprintf(w, "merge: %d run(s) missing:\n", len(c.Missing))
+				fmt.Fprintf(w, "merge: %s missing:\n", words.Plural(len(c.Missing), "run"))
 				for _, m := range c.Missing {
 					fmt.Fprintf(w, "  %s\n", m)
 				}
 			}
 			if len(c.Unfinished) > 0 {
-				fmt.Fprintf(w, "merge: %d run(s) called valid are not shown to have finished, and count as unknown:\n", len(c.Unfinished))
+				fmt.Fprintf(w, "merge: %s called valid but not shown to have finished (counted as unknown):\n", words.Plural(len(c.Unfinished), "run"))
 				for _, u := range c.Unfinished {
 					fmt.Fprintf(w, "  %s\n", u)
 				}
@@ -82,14 +83,14 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 			case compare.ExitMissing:
 				var why []string
 				if len(c.Missing) > 0 {
-					why = append(why, fmt.Sprintf("%d run(s) missing", len(c.Missing)))
+					why = append(why, words.Plural(len(c.Missing), "run")+" missing")
 				}
 				if len(c.Unfinished) > 0 {
-					why = append(why, fmt.Sprintf("%d run(s) not shown to have finished", len(c.Unfinished)))
+					why = append(why, words.Plural(len(c.Unfinished), "run")+" not shown to have finished")
 				}
 				return &exitError{code, fmt.Errorf("%s (see %s)", strings.Join(why, ", "), filepath.Join(out, runstore.CompareMarkdown))}
 			default:
-				why := fmt.Sprintf("%d run(s) could not be carried out", c.Errors)
+				why := words.Plural(c.Errors, "run") + " could not be carried out"
 				if c.Interrupted {
 					why = "a shard was interrupted before every cell ran"
 				}
