@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
@@ -109,27 +108,3 @@ func OnEachNode(nodes []string, fn func(i int, node string) error) error {
 // DataRoot holds every server's data in its node (each backend its own
 // directory under it).
 const DataRoot = "/var/lib/fencecheck"
-
-// runDirs are the directories besides DataRoot and LogDir that a backend's
-// servers write at run time (RegisterRunDir).
-var runDirs struct {
-	sync.Mutex
-	dirs []string
-}
-
-// RegisterRunDir names a directory, outside DataRoot and LogDir, that a
-// backend's servers write at run time (a socket or lock file), from the
-// backend's init.
-func RegisterRunDir(dir string) {
-	runDirs.Lock()
-	defer runDirs.Unlock()
-	runDirs.dirs = append(runDirs.dirs, dir)
-}
-
-// RunDirs are every directory a run writes in the nodes: emptied, they
-// leave a kept cluster as a new one was (compose.Cluster.Rewarm).
-func RunDirs() []string {
-	runDirs.Lock()
-	defer runDirs.Unlock()
-	return append([]string{DataRoot, LogDir}, runDirs.dirs...)
-}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
-	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -110,7 +110,7 @@ func upCluster(ctx context.Context, cli *client.Client, spec compose.Spec, st *r
 	if key != "" {
 		if cl := st.clusters.take(key); cl != nil {
 			t := time.Now()
-			err := cl.Rewarm(ctx, backends.RunDirs())
+			err := cl.Rewarm(ctx, registry.RunDirs())
 			if err == nil {
 				cli.Close()
 				st.reused = true

@@ -11,14 +11,15 @@ import (
 )
 
 func init() {
-	// The server's socket and its lock file live here; a stale lock file
-	// would outlast the server a kept cluster's next run replaces.
-	backends.RegisterRunDir(SocketDir)
 	registry.Register(registry.Info{
 		NoExpiredGrants: "the lease recipe grants in one UPDATE that takes only a free or expired row, and an advisory lock belongs to the open connection: neither can be granted on an expired lease",
 		Name:            "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's postgresql package (15)"},
 		AllEndpoints: "PostgreSQL runs one server, so every client already speaks to that one",
+		// The server's socket and its lock file live in SocketDir; a stale
+		// lock file would outlast the server a warm cluster's next run
+		// replaces.
+		RunDirs: []string{SocketDir},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil
 		},

@@ -128,6 +128,10 @@ type Info struct {
 	// NoExpiredGrants says why the backend's grants are not counted: they
 	// cannot happen by construction, or the recipe cannot tell.
 	NoExpiredGrants string
+	// RunDirs are the directories outside backends.DataRoot and
+	// backends.LogDir that the backend's servers write in their nodes at
+	// run time (a socket, a lock file).
+	RunDirs []string
 	// ClosedToClients says why no outside lock client (--client) can
 	// speak to this backend's lock service, e.g. one that lives inside
 	// fencecheck; "" when a client can.
@@ -211,6 +215,21 @@ func Register(b Info) {
 
 // All lists the registered backends by name.
 func All() []Info { return slices.Clone(infos) }
+
+// RunDirs are every directory a run writes in the nodes, whichever
+// backend or storage ran there: emptied, they leave a warm cluster as a
+// new one was (compose.Cluster.Rewarm).
+func RunDirs() []string {
+	dirs := []string{backends.DataRoot, backends.LogDir}
+	for _, b := range infos {
+		for _, d := range b.RunDirs {
+			if !slices.Contains(dirs, d) {
+				dirs = append(dirs, d)
+			}
+		}
+	}
+	return dirs
+}
 
 // Lookup finds a backend by name.
 func Lookup(name string) (Info, bool) {

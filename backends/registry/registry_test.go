@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/backends"
 	_ "github.com/fencecheck/fencecheck/backends/all"
 	"github.com/fencecheck/fencecheck/backends/registry"
 )
@@ -75,6 +76,22 @@ func TestCapabilities(t *testing.T) {
 	for _, b := range registry.All() {
 		if b.RunsInProcess() && b.ClosedToClients == "" {
 			t.Errorf("%s runs in process yet says an outside client could speak to it", b.Name)
+		}
+	}
+}
+
+// A warm cluster empties every backend's run-time directories, not only
+// the backend that ran last: any backend's storage may have run there.
+func TestRunDirs(t *testing.T) {
+	dirs := registry.RunDirs()
+	if len(dirs) < 2 || dirs[0] != backends.DataRoot || dirs[1] != backends.LogDir {
+		t.Fatalf("run dirs %q start without the data root and the log dir", dirs)
+	}
+	for _, b := range registry.All() {
+		for _, d := range b.RunDirs {
+			if !slices.Contains(dirs, d) {
+				t.Errorf("%s's %s is missing from %q", b.Name, d, dirs)
+			}
 		}
 	}
 }
