@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compare"
@@ -109,12 +110,9 @@ func median(xs []float64) float64 {
 }
 
 func secondsList(xs []float64) string {
-	out := ""
+	parts := make([]string, len(xs))
 	for i, x := range xs {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%.1f", x)
+		parts[i] = fmt.Sprintf("%.1f", x)
 	}
-	return out + " s"
+	return strings.Join(parts, ", ") + " s"
 }

@@ -66,20 +66,17 @@ for p in /proc/[0-9]*; do
   kill -9 "$pid" 2>/dev/null
 done
 true`
-	if _, err := c.execOK(ctx, node, kill); err != nil {
+	if _, err := c.execOK(ctx, node, "sh", "-c", kill); err != nil {
 		return err
 	}
 	var left []string
 	for deadline := time.Now().Add(5 * time.Second); ; {
 		// ps itself, not through sh: a shell would be one more process.
-		res, err := c.Exec(ctx, node, []string{"ps", "-e", "-o", "pid=,stat=,args="})
+		out, err := c.execOK(ctx, node, "ps", "-e", "-o", "pid=,stat=,args=")
 		if err != nil {
-			return fmt.Errorf("%s: %w", node, err)
+			return err
 		}
-		if res.ExitCode != 0 {
-			return fmt.Errorf("%s: ps: exit %d: %s", node, res.ExitCode, strings.TrimSpace(res.Stderr))
-		}
-		left = survivors(res.Stdout)
+		left = survivors(out)
 		if len(left) == 0 {
 			break
 		}
@@ -96,7 +93,7 @@ true`
 	for _, d := range dirs {
 		fmt.Fprintf(&script, "if [ -d %[1]s ]; then find %[1]s -mindepth 1 -delete || exit 1; [ -z \"$(ls -A %[1]s)\" ] || exit 1; fi\n", shellquote.Quote(d))
 	}
-	if _, err := c.execOK(ctx, node, script.String()); err != nil {
+	if _, err := c.execOK(ctx, node, "sh", "-c", script.String()); err != nil {
 		return fmt.Errorf("emptying %s: %w", strings.Join(dirs, ", "), err)
 	}
 	return nil
@@ -122,10 +119,10 @@ func survivors(ps string) []string {
 	return left
 }
 
-// execOK runs script with sh in node and returns its stdout; a non-zero
-// exit is an error carrying stderr.
-func (c *Cluster) execOK(ctx context.Context, node, script string) (string, error) {
-	res, err := c.Exec(ctx, node, []string{"sh", "-c", script})
+// execOK runs argv in node and returns its stdout; a non-zero exit is an
+// error carrying stderr.
+func (c *Cluster) execOK(ctx context.Context, node string, argv ...string) (string, error) {
+	res, err := c.Exec(ctx, node, argv)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", node, err)
 	}
