@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -49,6 +50,16 @@ type DB interface {
 	LogFiles() []string
 	// Info describes the servers for the report (versions).
 	Info() map[string]string
+}
+
+// Preparer is a DB that needs something made on the host before its
+// servers can start (etcd's builds compiled on demand). The harness calls
+// Prepare in the run's image phase, before any container exists, with
+// the Docker engine's architecture and the user's progress output: a
+// compile of a minute or two is shown, not hidden in the servers' start,
+// and a failure leaves nothing to clean up.
+type Preparer interface {
+	Prepare(ctx context.Context, arch string, progress io.Writer) error
 }
 
 // Credentialed is a DB whose clients log in. The harness hands the user

@@ -69,6 +69,11 @@ type Spec struct {
 	// FullTime runs every cell for its whole time limit; otherwise a run
 	// ends its workload at its first violation (StopOnViolation).
 	FullTime bool
+	// ServerVersions are server builds (--server-version values), one row
+	// each for every backend that has several builds; a backend with one
+	// build gets its one row. Default: the preset's, else each backend's
+	// first.
+	ServerVersions []string
 }
 
 // DefaultBase is what every run of a comparison shares: the root
@@ -99,10 +104,22 @@ type Row struct {
 	// LeaseCheck is the built-in client's --lease-check ("" or all: the
 	// careful client).
 	LeaseCheck string
+	// ServerVersion is the row's --server-version ("" for the matrix's
+	// own, Base.ServerVersion).
+	ServerVersion string
 }
 
 func (r Row) String() string {
-	return fmt.Sprintf("%s %s %s %s", r.Backend, r.RecipeLabel(), r.Storage, r.Fencing)
+	return fmt.Sprintf("%s %s %s %s", r.BackendLabel(), r.RecipeLabel(), r.Storage, r.Fencing)
+}
+
+// BackendLabel is the backend as the tables show it: with the server
+// build the row asked for, when it names one.
+func (r Row) BackendLabel() string {
+	if r.ServerVersion != "" {
+		return r.Backend + " " + r.ServerVersion
+	}
+	return r.Backend
 }
 
 // RecipeLabel is the recipe as the tables show it: a client that trusts
@@ -171,6 +188,9 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	cfg.Seed = m.Seed + int64(run)
 	cfg.Store = store
 	cfg.Name = ""
+	if r.ServerVersion != "" {
+		cfg.ServerVersion = r.ServerVersion
+	}
 	if b, ok := registry.Lookup(r.Backend); ok && len(b.Versions) == 0 {
 		cfg.ServerVersion = "" // a server version means nothing to a backend with one build
 	}
@@ -232,6 +252,9 @@ func Expand(spec Spec) (*Matrix, error) {
 	if len(m.Rows) == 0 {
 		return nil, registry.Flagf("storages", "no backend of --backends %s can use storage %s", strings.Join(l.backends, ","), strings.Join(l.storages, ","))
 	}
+	if len(l.serverVersions) > 0 && !slices.ContainsFunc(m.Rows, func(r Row) bool { return r.ServerVersion != "" }) {
+		return nil, registry.Flagf("server-versions", "no backend of the matrix has several server builds to choose from (%s): drop the flag, or add a backend that has, e.g. --backends etcd", registry.VersionUsage())
+	}
 	if err := m.checkCells(); err != nil {
 		return nil, err
 	}
@@ -262,6 +285,9 @@ func (l lists) check() error {
 	}
 	if dup := firstDuplicate(l.leaseChecks); dup != "" {
 		return registry.Flagf("lease-checks", "%s is listed twice", dup)
+	}
+	if dup := firstDuplicate(l.serverVersions); dup != "" {
+		return registry.Flagf("server-versions", "%s is listed twice", dup)
 	}
 	for _, f := range l.faults {
 		// Each column is one fault, or faults joined by +: the registry
@@ -315,6 +341,10 @@ func (l lists) builtinRows(add func(Row)) error {
 		case !l.everyRecipe:
 			recipes = be.Recipes[:1]
 		}
+		versions, err := rowVersions(be, l.serverVersions)
+		if err != nil {
+			return err
+		}
 		cluster := defaultCluster(be)
 		for _, rc := range recipes {
 			for _, st := range l.storages {
@@ -329,18 +359,35 @@ func (l lists) builtinRows(add func(Row)) error {
 				if !shared {
 					fs = []string{"none"} // the backend guards it itself
 				}
-				for _, lc := range l.leaseChecks {
-					if lc == registry.LeaseCheckAll {
-						lc = "" // the default: rows read as they always did
-					}
-					for _, f := range fs {
-						add(Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster, LeaseCheck: lc})
+				for _, v := range versions {
+					for _, lc := range l.leaseChecks {
+						if lc == registry.LeaseCheckAll {
+							lc = "" // the default: rows read as they always did
+						}
+						for _, f := range fs {
+							add(Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster, LeaseCheck: lc, ServerVersion: v})
+						}
 					}
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// rowVersions are the server versions be's rows take from the
+// --server-versions list: each listed one (all must be be's), or one row
+// with the matrix's own ("") when nothing is listed or be has one build.
+func rowVersions(be registry.Info, list []string) ([]string, error) {
+	if len(list) == 0 || len(be.Versions) == 0 {
+		return []string{""}, nil
+	}
+	for _, v := range list {
+		if !slices.Contains(be.Versions, v) {
+			return nil, registry.Flagf("server-versions", "backend %s has no server version %q (accepted: %s)", be.Name, v, strings.Join(be.Versions, ", "))
+		}
+	}
+	return list, nil
 }
 
 // checkCells validates the configuration of every cell that can run, and
@@ -438,9 +485,19 @@ func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 			if strings.Contains(be, ":") {
 				return nil, false, registry.Flagf("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
 			}
-			for _, f := range fencing {
-				rows = append(rows, Row{Backend: be, Recipe: cl.Manifest.Name + " (client)", Storage: registry.DefaultStorage,
-					Fencing: f, Cluster: registry.ClusterDocker, Client: dir})
+			info, ok := registry.Lookup(be)
+			if !ok {
+				return nil, false, registry.Flagf("backends", "unknown backend %q (accepted: %s)", be, strings.Join(registry.Names(), ", "))
+			}
+			versions, err := rowVersions(info, spec.ServerVersions)
+			if err != nil {
+				return nil, false, err
+			}
+			for _, v := range versions {
+				for _, f := range fencing {
+					rows = append(rows, Row{Backend: be, Recipe: cl.Manifest.Name + " (client)", Storage: registry.DefaultStorage,
+						Fencing: f, Cluster: registry.ClusterDocker, Client: dir, ServerVersion: v})
+				}
 			}
 		}
 	}

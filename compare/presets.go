@@ -83,6 +83,7 @@ type lists struct {
 	runs                                int
 	timeLimit                           time.Duration
 	leaseChecks                         []string
+	serverVersions                      []string
 	// keep, when set, drops rows a preset does not need.
 	keep func(Row) bool
 }
@@ -150,6 +151,7 @@ func presetLists(spec Spec) (lists, error) {
 	if len(spec.LeaseChecks) > 0 {
 		l.leaseChecks = spec.LeaseChecks
 	}
+	l.serverVersions = spec.ServerVersions
 	if spec.Runs != 0 {
 		l.runs = spec.Runs
 	}

@@ -43,6 +43,17 @@ func (c *Cluster) CopyTo(ctx context.Context, node, dstPath string, content []by
 	return nil
 }
 
+// EngineArch is the architecture of the Docker engine that runs the
+// cluster (amd64, arm64): what a binary copied into a node must be built
+// for.
+func (c *Cluster) EngineArch(ctx context.Context) (string, error) {
+	ver, err := c.cli.ServerVersion(ctx)
+	if err != nil {
+		return "", daemonError(c.cli.DaemonHost(), err)
+	}
+	return ver.Arch, nil
+}
+
 // CopyFrom reads the regular file at srcPath in the node. A missing file
 // gives an error for which errors.Is(err, fs.ErrNotExist) holds.
 func (c *Cluster) CopyFrom(ctx context.Context, node, srcPath string) ([]byte, error) {

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -26,7 +24,7 @@ import (
 )
 
 // The node image's build context: the Dockerfile and the files it copies,
-// except etcd-3.6, which BuildImage compiles from etcd36Files.
+// except etcd-3.6, which BuildImage compiles from etcdModules["3.6"].
 //
 //go:embed node
 var nodeContext embed.FS
@@ -39,7 +37,7 @@ const (
 	// pulls it: when it is missing, BuildImage makes it with debootstrap.
 	BaseImage = "debian:bookworm-slim"
 
-	etcd36Binary = "etcd-3.6"
+	etcd36Binary = "etcd-" + EtcdImageVersion
 )
 
 // input is one named input of the node image.
@@ -66,7 +64,7 @@ func imageInputs() []input {
 	if err != nil {
 		panic("compose: reading the embedded build context: " + err.Error())
 	}
-	for name, text := range etcd36Files {
+	for name, text := range etcdModules[EtcdImageVersion] {
 		in = append(in, input{name: "etcd36/" + name, data: []byte(text)})
 	}
 	return in
@@ -168,7 +166,7 @@ func buildImage(ctx context.Context, cli *client.Client, tag string, progress io
 		w := out.writer()
 		defer w.Close()
 		t := time.Now()
-		if etcd, etcdErr = cachedEtcd36(bctx, ver.Arch, w); etcdErr != nil {
+		if etcd, etcdErr = cachedEtcd(bctx, EtcdImageVersion, ver.Arch, w); etcdErr != nil {
 			cancel()
 		}
 		etcdTook = time.Since(t)
@@ -336,37 +334,3 @@ func readMessages(r io.Reader, progress io.Writer) error {
 		}
 	}
 }
-
-// buildEtcd36 compiles the etcd 3.6 wrapper (etcd36Files) with the host's Go
-// toolchain into a static binary for goarch and returns it.
-func buildEtcd36(ctx context.Context, goarch string, progress io.Writer) ([]byte, error) {
-	dir, err := os.MkdirTemp("", "fencecheck-etcd36-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	for name, text := range etcd36Files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
-			return nil, err
-		}
-	}
-	fmt.Fprintf(progress, "compose: compiling etcd 3.6 (linux/%s, CGO_ENABLED=0)\n", archOrAmd64(goarch))
-	start := time.Now()
-	b, err := staticGoBuild(ctx, staticBuild{Dir: dir, Pkg: ".", Name: etcd36Binary, GoArch: goarch,
-		LdFlags: "-s -w", GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}}, progress)
-	var noGo *noToolchainError
-	switch {
-	case errors.As(err, &noGo):
-		return nil, errors.New("building etcd 3.6 needs the Go toolchain, and `go` is not on PATH")
-	case err != nil:
-		return nil, fmt.Errorf("compiling etcd 3.6 (go build in a copy of compose/etcd36): %w", err)
-	}
-	fmt.Fprintf(progress, "compose: compiled etcd 3.6 in %s (%.0f MB)\n", time.Since(start).Round(time.Second), float64(len(b))/1e6)
-	return b, nil
-}
-
-//go:generate go test -run TestEtcd36FilesMatchModule -update .
-
-// etcd36Names are the files of the etcd 3.6 wrapper module, compose/etcd36,
-// copied into etcd36_files.go by go generate.
-var etcd36Names = []string{"go.mod", "go.sum", "main.go"}

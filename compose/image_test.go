@@ -57,10 +57,10 @@ func TestImageInputsCoverEverything(t *testing.T) {
 
 	// Changing the etcd wrapper changes the tag.
 	before := ImageTag()
-	saved := etcd36Files["main.go"]
-	etcd36Files["main.go"] = saved + "\n// changed\n"
+	saved := etcdModules[EtcdImageVersion]["main.go"]
+	etcdModules[EtcdImageVersion]["main.go"] = saved + "\n// changed\n"
 	after := ImageTag()
-	etcd36Files["main.go"] = saved
+	etcdModules[EtcdImageVersion]["main.go"] = saved
 	if before == after {
 		t.Error("changing compose/etcd36/main.go does not change the tag")
 	}

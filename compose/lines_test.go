@@ -42,7 +42,7 @@ func TestLineSinkKeepsLinesWhole(t *testing.T) {
 
 func TestEtcd36CachePath(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	a, b := etcd36CachePath("amd64"), etcd36CachePath("arm64")
+	a, b := etcdCachePath("3.6", "amd64"), etcdCachePath("3.6", "arm64")
 	if a == "" || a == b || !strings.Contains(a, "fencecheck") || !strings.HasSuffix(a, "linux-amd64") {
 		t.Fatalf("cache paths %q, %q", a, b)
 	}
@@ -50,7 +50,7 @@ func TestEtcd36CachePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress bytes.Buffer
-	got, err := cachedEtcd36(t.Context(), "amd64", &progress)
+	got, err := cachedEtcd(t.Context(), "3.6", "amd64", &progress)
 	if err != nil || string(got) != "etcd" || !strings.Contains(progress.String(), "from the cache") {
 		t.Fatalf("cached binary %q, %v, progress %q", got, err, progress.String())
 	}

@@ -155,6 +155,15 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
 	}
+	if p, ok := db.(backends.Preparer); ok {
+		ver, err := cli.ServerVersion(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("asking the Docker engine at %s for its architecture: %w", cli.DaemonHost(), err)
+		}
+		if err := p.Prepare(ctx, ver.Arch, progress); err != nil {
+			return nil, fmt.Errorf("preparing %s: %w", cfg.Backend, err)
+		}
+	}
 	if b.Notes != nil {
 		for _, note := range b.Notes(cfg.setup(id)) {
 			logf("%s", note)

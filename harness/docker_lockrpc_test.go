@@ -128,3 +128,21 @@ func TestDockerEtcdTrustingClientUnderPauseAllLosesUpdatesUnlessFenced(t *testin
 		}
 	})
 }
+
+// etcd 3.5 and 3.7 are compiled from the Go module proxy when a run asks
+// for them (once per machine, then from the cache) and copied into the
+// server nodes: each runs, says it is the release asked for (runDocker's
+// checkServers), and keeps a fenced run valid under a holder's pause.
+func TestDockerEtcdOnDemandVersionsRunAndSayWhatTheyAre(t *testing.T) {
+	for _, v := range []string{"3.5", "3.7"} {
+		t.Run(v, func(t *testing.T) {
+			cfg := lockRPCConfig(t, v, "all", "pause-holder")
+			cfg.TimeLimit = 8 * time.Second
+			out := runDocker(t, cfg)
+			wantDocker(t, out, models.Valid)
+			if n := out.Report.Servers; n == nil || len(n.Nodes) == 0 || !strings.HasPrefix(n.Nodes[0].Version, v+".") {
+				t.Errorf("servers: %+v", n)
+			}
+		})
+	}
+}

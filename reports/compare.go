@@ -79,7 +79,7 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 	b.WriteString("\n")
 	var errs []string
 	for _, r := range c.Rows {
-		backend := r.Backend
+		backend := r.BackendLabel()
 		if sv := r.ServersText(); sv != "" {
 			backend += "<br>" + mdLine(sv)
 		}
@@ -96,7 +96,7 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 					links = append(links, fmt.Sprintf("[%d](%s)", runNo(c, i, run), reportLink(run.Dir)))
 				}
 				if run.Error != "" {
-					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.Backend, r.Recipe, r.Storage, r.Fencing, cell.Fault, runNo(c, i, run), mdLine(run.Error)))
+					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.BackendLabel(), r.Recipe, r.Storage, r.Fencing, cell.Fault, runNo(c, i, run), mdLine(run.Error)))
 				}
 			}
 			if len(links) > 0 {

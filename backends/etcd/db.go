@@ -9,8 +9,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,9 +27,22 @@ const (
 	PeerPort   = 2380
 )
 
-// Versions maps --server-version to the binary in the node image: Debian's
-// 3.4 and the 3.6 built from the module proxy.
-var Versions = map[string]string{"3.4": "/usr/bin/etcd", "3.6": "/usr/local/bin/etcd-3.6"}
+// Versions maps --server-version to the binary the servers run: Debian's
+// 3.4 and the 3.6 built into the node image, and 3.5 and 3.7 built from
+// the Go module proxy only when a run asks for them (onDemand), then
+// copied into the server nodes.
+var Versions = map[string]string{
+	"3.4": "/usr/bin/etcd",
+	"3.5": "/usr/local/bin/" + compose.EtcdBinaryName("3.5"),
+	"3.6": "/usr/local/bin/" + compose.EtcdBinaryName(compose.EtcdImageVersion),
+	"3.7": "/usr/local/bin/" + compose.EtcdBinaryName("3.7"),
+}
+
+// onDemand says whether version is compiled for the run rather than
+// carried by the node image.
+func onDemand(version string) bool {
+	return version != "3.4" && version != compose.EtcdImageVersion
+}
 
 // MinTTL is the shortest lease etcd grants with its default election
 // timeout: 3/2 × 1 s, rounded up to whole seconds.
@@ -44,17 +60,30 @@ func TTLSeconds(ttl time.Duration) (secs int, clamped bool) {
 
 // DB runs etcd on the server nodes as one static cluster.
 type DB struct {
-	Version string // "3.4" or "3.6"
+	Version string // a key of Versions
 	TestID  string
+	arch    string // the engine's, for an on-demand build (Prepare)
 	nodes   []string
 	ips     map[string]string
 }
 
 func (d *DB) binary() string { return Versions[d.Version] }
 
+// Prepare compiles (or finds in the cache) an on-demand build before the
+// cluster exists, so the minute it may take shows in the image phase with
+// its progress.
+func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error {
+	if !onDemand(d.Version) {
+		return nil
+	}
+	d.arch = arch
+	_, err := compose.EtcdBinary(ctx, d.Version, arch, progress)
+	return err
+}
+
 func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
 	if d.binary() == "" {
-		return fmt.Errorf("unknown etcd version %q (accepted: 3.4, 3.6)", d.Version)
+		return fmt.Errorf("unknown etcd version %q (accepted: %s)", d.Version, strings.Join(slices.Sorted(maps.Keys(Versions)), ", "))
 	}
 	d.nodes = nodes
 	ips, err := backends.NodeIPs(c, nodes)
@@ -62,6 +91,11 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		return err
 	}
 	d.ips = ips
+	if onDemand(d.Version) {
+		if err := d.copyBinary(ctx, c, nodes); err != nil {
+			return err
+		}
+	}
 	if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.Start(ctx, c, n) }); err != nil {
 		return err
 	}
@@ -73,6 +107,25 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		}
 	}
 	return nil
+}
+
+// copyBinary puts the on-demand build into every server node (already
+// compiled by Prepare; a warm cluster gets it again, the same bytes).
+func (d *DB) copyBinary(ctx context.Context, c *compose.Cluster, nodes []string) error {
+	arch := d.arch
+	if arch == "" {
+		var err error
+		if arch, err = c.EngineArch(ctx); err != nil {
+			return err
+		}
+	}
+	bin, err := compose.EtcdBinary(ctx, d.Version, arch, nil)
+	if err != nil {
+		return err
+	}
+	return backends.OnEachNode(nodes, func(_ int, n string) error {
+		return c.CopyTo(ctx, n, d.binary(), bin, 0o755)
+	})
 }
 
 func (d *DB) Endpoints() []string {

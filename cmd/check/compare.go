@@ -19,8 +19,8 @@ import (
 
 // compareFlags are `check compare`'s flags as given.
 type compareFlags struct {
-	spec                                                             compare.Spec
-	backends, storages, faults, fencing, leaseChecks, dir, shardFlag string
+	spec                                                                             compare.Spec
+	backends, storages, faults, fencing, leaseChecks, serverVersions, dir, shardFlag string
 }
 
 func newCompareCmd() *cobra.Command {
@@ -98,6 +98,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&cf.faults, "faults", "", "comma list of faults, one column each; a+b is one column drawing a or b for each injection (default pause-holder): "+faultNames())
 	f.StringVar(&cf.fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
 	f.StringVar(&cf.leaseChecks, "lease-checks", "", "comma list of what the built-in client checks of its lease, one row each: all (careful, the default) or none (trusts its grant); jepsen-etcd: none, plus all unfenced")
+	f.StringVar(&cf.serverVersions, "server-versions", "", "comma list of server builds, one row each for a backend that has several (etcd: 3.4,3.5,3.6,3.7; 3.5 and 3.7 are compiled on first use); default each backend's first (jepsen-etcd: 3.4)")
 	f.StringVar(&spec.Base.ClientEndpoints, "client-endpoints", "", "which servers each client speaks to: all (default) or one (process p to server p mod n; etcd and zookeeper; jepsen-etcd: one)")
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")
@@ -139,7 +140,8 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 	spec.Faults = splitList(cf.faults)
 	spec.Fencing = splitList(cf.fencing)
 	spec.LeaseChecks = splitList(cf.leaseChecks)
-	for flag, list := range map[string]string{"backends": cf.backends, "storages": cf.storages, "faults": cf.faults, "fencing": cf.fencing, "lease-checks": cf.leaseChecks} {
+	spec.ServerVersions = splitList(cf.serverVersions)
+	for flag, list := range map[string]string{"backends": cf.backends, "storages": cf.storages, "faults": cf.faults, "fencing": cf.fencing, "lease-checks": cf.leaseChecks, "server-versions": cf.serverVersions} {
 		if cmd.Flags().Changed(flag) && len(splitList(list)) == 0 {
 			return usageErr("--%s: empty list", flag)
 		}

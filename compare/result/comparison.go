@@ -60,10 +60,13 @@ type Comparison struct {
 // CompareRow is one backend/recipe/storage/fencing combination.
 type CompareRow struct {
 	Backend string `json:"backend"`
-	Recipe  string `json:"recipe"`
-	Storage string `json:"storage"`
-	Fencing string `json:"fencing"`
-	Cluster string `json:"cluster"`
+	// ServerVersion is the server build the row asked for
+	// (--server-versions), "" for the matrix's own.
+	ServerVersion string `json:"server_version,omitempty"`
+	Recipe        string `json:"recipe"`
+	Storage       string `json:"storage"`
+	Fencing       string `json:"fencing"`
+	Cluster       string `json:"cluster"`
 	// Cells are in the order of Comparison.Faults.
 	Cells []CompareCell `json:"cells"`
 }
@@ -137,6 +140,15 @@ type CompareRun struct {
 	// backend does not count them.
 	ExpiredGrants *int `json:"expired_grants,omitempty"`
 	Grants        int  `json:"grants,omitempty"`
+}
+
+// BackendLabel is the backend as the tables show it: with the server
+// build the row asked for, when it names one.
+func (r *CompareRow) BackendLabel() string {
+	if r.ServerVersion != "" {
+		return r.Backend + " " + r.ServerVersion
+	}
+	return r.Backend
 }
 
 // ServersText is what the row's servers said they are, over every run

@@ -1,0 +1,62 @@
+package compare
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/fencecheck/fencecheck/harness"
+)
+
+// --server-versions makes one row per listed build of a backend that has
+// several, and leaves a backend with one build its one row.
+func TestExpandServerVersionsRowPerVersion(t *testing.T) {
+	m, err := Expand(Spec{Backends: []string{"etcd:lock-rpc", "zookeeper"}, Fencing: []string{"none"}, ServerVersions: []string{"3.4", "3.5", "3.6", "3.7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var etcd []string
+	zk := 0
+	for _, r := range m.Rows {
+		switch r.Backend {
+		case "etcd":
+			etcd = append(etcd, r.ServerVersion)
+			cfg := m.Config(r, "pause-leader", 0, "x")
+			if cfg.ServerVersion != r.ServerVersion {
+				t.Errorf("row %s runs server version %q", r, cfg.ServerVersion)
+			}
+			if !strings.HasPrefix(r.String(), "etcd "+r.ServerVersion+" lock-rpc") {
+				t.Errorf("row reads %q", r.String())
+			}
+		case "zookeeper":
+			zk++
+			if r.ServerVersion != "" || m.Config(r, "pause-leader", 0, "x").ServerVersion != "" {
+				t.Errorf("zookeeper row %+v takes a server version", r)
+			}
+		}
+	}
+	if strings.Join(etcd, ",") != "3.4,3.5,3.6,3.7" || zk != 1 {
+		t.Errorf("etcd rows %v, zookeeper rows %d", etcd, zk)
+	}
+}
+
+func TestExpandServerVersionsRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		spec Spec
+		want string
+	}{
+		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.3"}}, `backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7)`},
+		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.5", "3.5"}}, "3.5 is listed twice"},
+		{Spec{Backends: []string{"zookeeper", "redis"}, ServerVersions: []string{"3.5"}}, "no backend of the matrix has several server builds"},
+	} {
+		_, err := Expand(tc.spec)
+		var ue *harness.UsageError
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want %q", tc.spec.ServerVersions, err, tc.want)
+			continue
+		}
+		if !errors.As(err, &ue) || ue.Flag != "server-versions" {
+			t.Errorf("%v: error %v does not name --server-versions", tc.spec.ServerVersions, err)
+		}
+	}
+}
