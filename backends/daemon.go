@@ -42,8 +42,18 @@ func KillDaemon(ctx context.Context, c *compose.Cluster, node, name string) erro
 	return nil
 }
 
-// LogTail is the end of a server's log, for error messages.
+// LogTail is the end of a server's log, for error messages: the output
+// of the server container when the server runs from the user's image.
 func LogTail(ctx context.Context, c *compose.Cluster, node, name string, lines int) string {
+	if c.ServerImage() != "" {
+		if n, err := c.Node(node); err == nil && n.Role == compose.RoleServer {
+			out, err := c.ImageServerLogs(ctx, node, fmt.Sprint(lines))
+			if err != nil {
+				return "(log unavailable: " + err.Error() + ")"
+			}
+			return fmt.Sprintf("(server container %s, %s)\n%s", compose.ImageServerName(c.TestID, node), c.ImageServerState(ctx, node), strings.TrimSpace(string(out)))
+		}
+	}
 	res, err := c.Exec(ctx, node, []string{"tail", "-n", fmt.Sprint(lines), fmt.Sprintf("%s/%s.log", LogDir, name)})
 	if err != nil {
 		return "(log unavailable: " + err.Error() + ")"

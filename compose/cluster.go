@@ -31,6 +31,8 @@ type Cluster struct {
 	startMu   sync.Mutex
 	starts    map[string]*startGate // per node
 	serverEnv map[string][]string   // per node, see SetServerEnv
+
+	serverImage string // Spec.ServerImage, see imageserver.go
 }
 
 // startGate keeps a pause of a node from landing while a process is being
@@ -109,6 +111,10 @@ type Node struct {
 	ContainerID string
 	IP          string // on the cluster's network
 	Role        string // RoleServer, RoleStorage or RoleClient
+	// ServerContainer is the id of the server container run from the
+	// cluster's server image in this node's network namespace, once
+	// started ("" otherwise; see imageserver.go).
+	ServerContainer string
 }
 
 // Up creates the network and the containers of spec and starts them. The
@@ -139,12 +145,21 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	if !exists {
 		return nil, missingImageError(spec.Image)
 	}
+	if spec.ServerImage != "" {
+		exists, err := imageExists(ctx, cli, spec.ServerImage)
+		if err != nil {
+			return nil, err
+		}
+		if !exists {
+			return nil, missingServerImageError(spec.ServerImage)
+		}
+	}
 	configs := ContainerConfigs(spec)
 	if err := checkNamesFree(ctx, cli, spec.TestID, configs); err != nil {
 		return nil, err
 	}
 
-	c := &Cluster{TestID: spec.TestID, Network: NetworkName(spec.TestID), cli: cli}
+	c := &Cluster{TestID: spec.TestID, Network: NetworkName(spec.TestID), cli: cli, serverImage: spec.ServerImage}
 	var (
 		netID string
 		mu    sync.Mutex
@@ -367,7 +382,13 @@ func Attach(ctx context.Context, cli *client.Client, testID string) (*Cluster, e
 		return nil, fmt.Errorf("no containers of test %q", testID)
 	}
 	c := &Cluster{TestID: testID, Network: NetworkName(testID), cli: cli}
+	servers := map[string]string{} // node → its image-run server
 	for _, s := range cs {
+		if s.Labels[LabelImageServer] == "1" {
+			servers[s.Labels[LabelNode]] = s.ID
+			c.serverImage = s.Image
+			continue
+		}
 		n := &Node{Name: s.Labels[LabelNode], ContainerID: s.ID, Role: s.Labels[LabelRole]}
 		if s.NetworkSettings != nil {
 			if ep := s.NetworkSettings.Networks[c.Network]; ep != nil {
@@ -375,6 +396,9 @@ func Attach(ctx context.Context, cli *client.Client, testID string) (*Cluster, e
 			}
 		}
 		c.Nodes = append(c.Nodes, n)
+	}
+	for _, n := range c.Nodes {
+		n.ServerContainer = servers[n.Name]
 	}
 	rank := map[string]int{RoleServer: 0, RoleStorage: 1, RoleClient: 2}
 	sort.Slice(c.Nodes, func(i, j int) bool {

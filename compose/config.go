@@ -39,6 +39,11 @@ type Spec struct {
 	// ClientImage, when set, is the image of c1..cM (a user's client
 	// image, derived from Image); "" runs them on Image.
 	ClientImage string
+	// ServerImage, when set, is the user's image the server nodes' lock
+	// servers run from, each in a container of its own that joins its
+	// node's network namespace (imageserver.go); the node containers
+	// stay on Image and carry the tools.
+	ServerImage string
 }
 
 // BinaryPath is where Spec.Binary lands inside every node.

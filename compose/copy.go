@@ -127,6 +127,13 @@ func (c *Cluster) CollectLogsExcept(ctx context.Context, dir string, paths map[s
 		} else if err := os.WriteFile(filepath.Join(nodeDir, "container.log"), logs, 0o644); err != nil {
 			errs = append(errs, err)
 		}
+		if n.ServerContainer != "" {
+			if logs, err := c.ImageServerLogs(ctx, n.Name, ""); err != nil {
+				errs = append(errs, err)
+			} else if err := os.WriteFile(filepath.Join(nodeDir, "server-container.log"), logs, 0o644); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		want := append(append([]string(nil), paths[""]...), paths[n.Name]...)
 		sort.Strings(want)
 		for i, p := range want {

@@ -101,6 +101,11 @@ func removeObjects(ctx context.Context, cli *client.Client, testID string, conta
 	if err != nil {
 		return daemonError(cli.DaemonHost(), err)
 	}
+	// Image-run servers first: each lives in another container's network
+	// namespace.
+	sort.SliceStable(cs, func(i, j int) bool {
+		return cs[i].Labels[LabelImageServer] == "1" && cs[j].Labels[LabelImageServer] != "1"
+	})
 	seen := map[string]bool{}
 	var errs []error
 	for _, c := range cs {

@@ -19,7 +19,21 @@ func (c *Cluster) Pause(ctx context.Context, node string) error {
 		return err
 	}
 	var began time.Time
-	if err := c.pausing(node, func() error { began = time.Now(); return c.cli.ContainerPause(ctx, n.ContainerID) }); err != nil {
+	pause := func() error {
+		began = time.Now()
+		if err := c.cli.ContainerPause(ctx, n.ContainerID); err != nil {
+			return err
+		}
+		if n.ServerContainer != "" {
+			// The server from the user's image is the node's lock server:
+			// it freezes with the node.
+			if err := c.cli.ContainerPause(ctx, n.ServerContainer); err != nil && !strings.Contains(err.Error(), "is not running") {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := c.pausing(node, pause); err != nil {
 		if cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is already paused") {
 			return nil // already paused
 		}
@@ -35,6 +49,12 @@ func (c *Cluster) Unpause(ctx context.Context, node string) error {
 		return err
 	}
 	began := time.Now()
+	if n.ServerContainer != "" {
+		if err := c.cli.ContainerUnpause(ctx, n.ServerContainer); err != nil && !cerrdefs.IsConflict(err) &&
+			!strings.Contains(err.Error(), "is not paused") && !strings.Contains(err.Error(), "is not running") {
+			return fmt.Errorf("resuming %s's server: %w", node, askError(c.cli.DaemonHost(), "the unpause of "+node+"'s server", began, err))
+		}
+	}
 	if err := c.cli.ContainerUnpause(ctx, n.ContainerID); err != nil {
 		if cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is not paused") {
 			return nil // not paused (engine 20.10 answers 500, not 409)

@@ -86,6 +86,10 @@ type Config struct {
 	// KeepCluster leaves the Docker cluster up after the run (healed), for
 	// a look inside; `check cluster down` removes it.
 	KeepCluster bool
+	// ServerImage runs the lock service's servers from this image (the
+	// user's, following the official image's conventions; see
+	// registry.Info.ServerImage), in place of the node image's build.
+	ServerImage string
 	// FreshCluster gives the run a new cluster even where a warm one of an
 	// earlier run of the same process would do (check compare,
 	// --test-count; see Clusters).
@@ -229,6 +233,9 @@ func (c *Config) Validate() error {
 	}
 	if len(b.Versions) == 0 && !defaultVersion {
 		return registry.Flagf("server-version", "backend %s has one server build (%s); drop the flag", c.Backend, cmp.Or(b.Builds[registry.DefaultVersion], registry.DefaultVersion))
+	}
+	if err := c.checkServerImage(b); err != nil {
+		return err
 	}
 	if err := c.checkNodes(b); err != nil {
 		return err
@@ -521,6 +528,39 @@ func checkName(name string) error {
 		return registry.Flagf("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
 	case name == runstore.Latest:
 		return registry.Flagf("name", "latest is taken: store/latest points at the newest run; choose another name")
+	}
+	return nil
+}
+
+// checkServerImage refuses --server-image where it cannot work, before
+// anything is created: a backend that has no image conventions, an
+// in-process run, a server version beside it (the image decides), and the
+// clock faults (they preload libfaketime into the server's process, which
+// an image's own entrypoint does not take).
+func (c *Config) checkServerImage(b registry.Info) error {
+	if c.ServerImage == "" {
+		return nil
+	}
+	var can []string
+	for _, o := range registry.All() {
+		if o.ServerImage != "" {
+			can = append(can, o.Name)
+		}
+	}
+	switch {
+	case strings.TrimSpace(c.ServerImage) != c.ServerImage || strings.ContainsAny(c.ServerImage, " \t\n"):
+		return registry.Flagf("server-image", "%q is not an image reference (e.g. gcr.io/etcd-development/etcd:v3.6.16)", c.ServerImage)
+	case b.ServerImage == "":
+		return registry.Flagf("server-image", "backend %s cannot run its servers from an image yet (accepted with: %s); drop the flag", c.Backend, strings.Join(can, ", "))
+	case c.Cluster != registry.ClusterDocker:
+		return registry.Flagf("server-image", "an image runs in Docker: add --cluster docker or drop the flag")
+	case c.Given["server-version"]:
+		return registry.Flagf("server-version", "the server image %s decides the server's version (recorded from the servers' own answer): drop --server-version", c.ServerImage)
+	}
+	for _, f := range c.Nemesis {
+		if nemesis.Prepares([]string{f}) {
+			return registry.Flagf("nemesis", "%s cannot reach a server run from an image: the clock faults preload libfaketime into the server's process, which the image's own entrypoint does not take; drop --server-image or the fault", f)
+		}
 	}
 	return nil
 }

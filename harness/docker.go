@@ -180,7 +180,7 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 	start := time.Now()
 	st.phase("cluster")
 	st.clusterAsked = true
-	spec := compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage}
+	spec := compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage, ServerImage: cfg.ServerImage}
 	key := warmKey(cfg, st, spec)
 	cl, err := upCluster(ctx, cli, spec, st, key, logf)
 	if err != nil {
@@ -194,6 +194,9 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 		}
 	}
 	logf("cluster %s: %s, storage, %s (image %s)", id, words.Plural(servers, "server node"), words.Plural(cfg.Clients, "client"), image)
+	if cfg.ServerImage != "" {
+		logf("lock servers from image %s, each in a container of its own that shares its node's network namespace; faults are applied from the node containers and the engine", cfg.ServerImage)
+	}
 	var nodes []string
 	for i := 1; i <= servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))

@@ -50,10 +50,11 @@ func summarizeWarm(t *testing.T, out *Outcome) warmRun {
 	return w
 }
 
-// dockerCluster is the run's "docker cluster" parameter: new or warm.
-func dockerCluster(out *Outcome) string {
+// paramValue is the run's parameter name as its report shows it ("docker
+// cluster": new or warm).
+func paramValue(out *Outcome, name string) string {
 	for _, p := range out.Report.Params {
-		if p.Name == "docker cluster" {
+		if p.Name == name {
 			return p.Value
 		}
 	}
@@ -88,10 +89,10 @@ func runWarmPair(t *testing.T, cfg Config, hook func(run int, st *runState, phas
 	if outs[0].TestID != outs[1].TestID {
 		t.Fatalf("the second run did not take the first one's cluster: %s, then %s", outs[0].TestID, outs[1].TestID)
 	}
-	if got := dockerCluster(outs[0]); got != "new" {
+	if got := paramValue(outs[0], "docker cluster"); got != "new" {
 		t.Errorf("first run's cluster: %q, want new", got)
 	}
-	if got := dockerCluster(outs[1]); !strings.HasPrefix(got, "warm") {
+	if got := paramValue(outs[1], "docker cluster"); !strings.HasPrefix(got, "warm") {
 		t.Errorf("second run's cluster: %q, want warm", got)
 	}
 	return summarizeWarm(t, outs[0]), summarizeWarm(t, outs[1])
@@ -121,10 +122,10 @@ func TestDockerWarmClusterRunsAsANewOne(t *testing.T) {
 				fresh.okAcquires, fresh.okWrite, fresh.firstToken, fresh.maxTok, reused.okAcquires, reused.okWrite, reused.firstToken, reused.maxTok)
 			for i, w := range []warmRun{fresh, reused} {
 				if w.out.Result.Verdict != models.Valid {
-					t.Errorf("run %d (%s): %s: %s", i+1, dockerCluster(w.out), w.out.Result.Verdict, w.out.Result.Explanation)
+					t.Errorf("run %d (%s): %s: %s", i+1, paramValue(w.out, "docker cluster"), w.out.Result.Verdict, w.out.Result.Explanation)
 				}
 				if w.fenced != 0 {
-					t.Errorf("run %d (%s): %d ops refused as fenced in a run without faults", i+1, dockerCluster(w.out), w.fenced)
+					t.Errorf("run %d (%s): %d ops refused as fenced in a run without faults", i+1, paramValue(w.out, "docker cluster"), w.fenced)
 				}
 			}
 			// Op counts differ with timing from run to run; a reused

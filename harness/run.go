@@ -542,6 +542,15 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 	for _, f := range nemesis.Flags() {
 		p = append(p, reports.Param{Name: f.Name, Value: cfg.Options[f.Name]})
 	}
+	if cfg.ServerImage != "" {
+		// The image decides the version; the servers' answer says which.
+		for i := range p {
+			if p[i].Name == "server-version" {
+				p[i].Value = ""
+			}
+		}
+		p = append(p, reports.Param{Name: "server-image", Value: cfg.ServerImage})
+	}
 	if cl := cfg.client; cl != nil {
 		p = append(p, reports.Param{Name: "client", Value: cl.Manifest.Name}, reports.Param{Name: "client-dir", Value: cfg.ClientDir},
 			reports.Param{Name: "client-hash", Value: cl.Hash()})

@@ -98,7 +98,7 @@ func (p *Clusters) give(key string, cl *compose.Cluster) bool {
 // Everything else (recipe, version, lease, storage, fencing) the servers'
 // fresh start sets. "" means the run takes no warm cluster and gives none.
 func warmKey(cfg *Config, st *runState, spec compose.Spec) string {
-	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) {
+	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) || cfg.ServerImage != "" {
 		return ""
 	}
 	return fmt.Sprintf("%s|%d servers|%d clients|%s|%s|%s", cfg.Backend, spec.Servers, spec.Clients, spec.Image, spec.ClientImage, spec.Binary)

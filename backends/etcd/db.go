@@ -63,6 +63,7 @@ type DB struct {
 	Version string // a key of Versions
 	TestID  string
 	arch    string // the engine's, for an on-demand build (Prepare)
+	image   string // the user's server image (--server-image), "" for the node image's etcd
 	nodes   []string
 	ips     map[string]string
 }
@@ -82,7 +83,8 @@ func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error
 }
 
 func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
-	if d.binary() == "" {
+	d.image = c.ServerImage()
+	if d.binary() == "" && d.image == "" {
 		return fmt.Errorf("unknown etcd version %q (accepted: %s)", d.Version, strings.Join(slices.Sorted(maps.Keys(Versions)), ", "))
 	}
 	d.nodes = nodes
@@ -91,7 +93,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		return err
 	}
 	d.ips = ips
-	if onDemand(d.Version) {
+	if onDemand(d.Version) && d.image == "" {
 		if err := d.copyBinary(ctx, c, nodes); err != nil {
 			return err
 		}
@@ -136,26 +138,53 @@ func (d *DB) Endpoints() []string {
 	return out
 }
 
-func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+// ImageDataDir is where etcd keeps its data when it runs from the user's
+// image: under the official image's working directory, /var/lib/etcd.
+const ImageDataDir = "/var/lib/etcd/fencecheck"
+
+// config is every setting the servers take, as etcd flag names without
+// their dashes; each is also the ETCD_<NAME> variable an image reads.
+func (d *DB) config(node, dataDir string) [][2]string {
 	var peers []string
 	for _, n := range d.nodes {
 		peers = append(peers, fmt.Sprintf("%s=http://%s:%d", n, n, PeerPort))
 	}
-	cmd := []string{d.binary(),
-		"--name", node,
-		"--data-dir", "/var/lib/fencecheck/etcd",
-		"--listen-client-urls", fmt.Sprintf("http://0.0.0.0:%d", ClientPort),
-		"--advertise-client-urls", fmt.Sprintf("http://%s:%d", node, ClientPort),
-		"--listen-peer-urls", fmt.Sprintf("http://0.0.0.0:%d", PeerPort),
-		"--initial-advertise-peer-urls", fmt.Sprintf("http://%s:%d", node, PeerPort),
-		"--initial-cluster", strings.Join(peers, ","),
-		"--initial-cluster-state", "new",
-		"--initial-cluster-token", "fencecheck-" + d.TestID,
+	return [][2]string{
+		{"name", node},
+		{"data-dir", dataDir},
+		{"listen-client-urls", fmt.Sprintf("http://0.0.0.0:%d", ClientPort)},
+		{"advertise-client-urls", fmt.Sprintf("http://%s:%d", node, ClientPort)},
+		{"listen-peer-urls", fmt.Sprintf("http://0.0.0.0:%d", PeerPort)},
+		{"initial-advertise-peer-urls", fmt.Sprintf("http://%s:%d", node, PeerPort)},
+		{"initial-cluster", strings.Join(peers, ",")},
+		{"initial-cluster-state", "new"},
+		{"initial-cluster-token", "fencecheck-" + d.TestID},
+	}
+}
+
+// Start runs node's server: the node image's etcd as a daemon in the
+// node, or the user's image by its own CMD, configured the way the
+// official etcd images are, through ETCD_* variables (etcd reads one for
+// every flag), so nothing depends on where the image keeps its binary.
+func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+	if d.image != "" {
+		var env []string
+		for _, kv := range d.config(node, ImageDataDir) {
+			env = append(env, "ETCD_"+strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_"))+"="+kv[1])
+		}
+		return c.StartImageServer(ctx, node, compose.ImageServer{Env: env})
+	}
+	cmd := []string{d.binary()}
+	for _, kv := range d.config(node, "/var/lib/fencecheck/etcd") {
+		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
 	return backends.StartDaemon(ctx, c, node, "etcd", cmd, compose.ExecOptions{})
 }
 
 func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+	if d.image != "" {
+		return c.KillImageServer(ctx, node)
+	}
 	return backends.KillDaemon(ctx, c, node, "etcd")
 }
 
@@ -247,6 +276,9 @@ func tailOf(s string, n int) string {
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
 func (d *DB) Info() map[string]string {
+	if d.image != "" {
+		return map[string]string{"lock service": fmt.Sprintf("etcd from image %s on %s", d.image, strings.Join(d.nodes, ", "))}
+	}
 	return map[string]string{"lock service": fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))}
 }
 

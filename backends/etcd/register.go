@@ -20,8 +20,10 @@ func init() {
 		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
 			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
 		ExpiredGrant: expiredGrant,
-		OneEndpoint:  true, // every member serves the whole keyspace (a follower forwards to the leader)
-		MinTTL:       100 * time.Millisecond, Versions: []string{"3.6", "3.4", "3.5", "3.7"},
+		ServerImage: "the official etcd image's layout (gcr.io/etcd-development/etcd, quay.io/coreos/etcd): its own CMD runs etcd, " +
+			"configured by ETCD_* variables, data under " + ImageDataDir + ", client port 2379, peer port 2380; the image needs no shell",
+		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)
+		MinTTL:      100 * time.Millisecond, Versions: []string{"3.6", "3.4", "3.5", "3.7"},
 		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)",
 			"3.5": "etcd 3.5 built from the Go module proxy on first use (cached)", "3.7": "etcd 3.7 built from the Go module proxy on first use (cached)"},
 		Nodes: []int{3, 5},

@@ -114,6 +114,11 @@ type Info struct {
 	ClientNodes []int
 	// Options are the backend's own flags.
 	Options []Option
+	// ServerImage, when set, says how the backend runs its servers from an
+	// image the user names (--server-image): the official image's
+	// conventions it follows (entrypoint, environment, data directory,
+	// ports). "" when it cannot.
+	ServerImage string
 	// NoClockFaults says why the clock faults cannot reach this backend's
 	// servers (a static binary libfaketime cannot be preloaded into,
 	// leases timed on the monotonic clock); "" when they can.

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,7 +47,35 @@ is only needed when they change.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(build)
+	etcd := &cobra.Command{
+		Use:   "etcd VERSION",
+		Short: "Build fencecheck/etcd:vVERSION, a shell-less etcd image in the official image's layout, for --server-image where no registry is at hand",
+		Long: `image etcd builds fencecheck/etcd:vVERSION from the etcd fencecheck compiles from
+the Go module proxy (` + strings.Join(compose.EtcdModuleVersions(), ", ") + `): the etcd binary alone, laid out as the official
+etcd image (/usr/local/bin/etcd, working directory /var/lib/etcd, CMD etcd),
+with no shell and no tools. Where a registry answers, pass the official image
+instead (docs/server-images.md).`,
+		Example: "  check image etcd 3.6\n  check --backend etcd --server-image fencecheck/etcd:v3.6 --nemesis pause-holder",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !slices.Contains(compose.EtcdModuleVersions(), args[0]) {
+				return usageErr("image etcd: no etcd build %q (accepted: %s)", args[0], strings.Join(compose.EtcdModuleVersions(), ", "))
+			}
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			cli, err := compose.Connect(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			tag, err := compose.BuildEtcdImage(ctx, cli, args[0], cmd.OutOrStdout())
+			if err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --server-image %s\n", tag, tag)
+			return nil
+		},
+	}
+	cmd.AddCommand(build, etcd)
 	return cmd
 }
 

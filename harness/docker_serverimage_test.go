@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// --server-image: etcd run from an image laid out as the official one,
+// with nothing in it but the etcd binary (no shell, no iptables, no tc).
+// Every fault must still land: the holder's pause (a client node), the
+// leader's partition (iptables in the node container that shares the
+// server's network namespace), the kill (the engine's SIGKILL of the
+// server container, started again on heal). The verdicts are the ones
+// the node image's etcd gives.
+
+// shellLessEtcdImage builds fencecheck/etcd:v3.6 (the etcd the node
+// image's build compiled, from the cache) and checks that it really has
+// no shell.
+func shellLessEtcdImage(t *testing.T) string {
+	t.Helper()
+	dockerOrSkip(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cli, err := compose.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	tag, err := compose.BuildEtcdImage(ctx, cli, "3.6", testWriter{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := cli.ContainerCreate(ctx, &container.Config{Image: tag, Cmd: []string{"/bin/sh", "-c", "true"}}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(context.Background(), resp.ID, container.RemoveOptions{Force: true})
+	if err := cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err == nil || !strings.Contains(err.Error(), "/bin/sh") {
+		t.Fatalf("%s runs /bin/sh (%v): the image must have no shell", tag, err)
+	}
+	return tag
+}
+
+func serverImageConfig(t *testing.T, image, fencing string, nemesis ...string) Config {
+	cfg := dockerConfig(t, "etcd", fencing, nemesis...)
+	cfg.ServerImage = image
+	cfg.TimeLimit = 12 * time.Second
+	return cfg
+}
+
+func TestDockerEtcdFromShellLessImage(t *testing.T) {
+	image := shellLessEtcdImage(t)
+	t.Run("pause-holder unfenced is invalid", func(t *testing.T) {
+		out := runDocker(t, serverImageConfig(t, image, "none", "pause-holder"))
+		wantDocker(t, out, models.Invalid)
+		if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
+			t.Errorf("explanation does not name the stale write: %s", out.Result.Explanation)
+		}
+	})
+	t.Run("pause-holder fenced is valid", func(t *testing.T) {
+		out := runDocker(t, serverImageConfig(t, image, "all", "pause-holder"))
+		wantDocker(t, out, models.Valid)
+	})
+	t.Run("partition and kill fenced are valid and recover", func(t *testing.T) {
+		cfg := serverImageConfig(t, image, "all", "partition-primary", "kill-leader")
+		cfg.TimeLimit, cfg.NemesisInterval = 20*time.Second, time.Second
+		out := runDocker(t, cfg)
+		wantDocker(t, out, models.Valid)
+		events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults := map[string]int{}
+		for _, e := range events {
+			if e.IsNemesis() && e.Type == history.Invoke {
+				faults[e.F]++
+			}
+		}
+		t.Logf("faults injected: %v", faults)
+		if faults["partition-primary"] == 0 && faults["kill-leader"] == 0 {
+			t.Fatalf("no fault took effect: %v", faults)
+		}
+		ops, _ := history.Pair(events)
+		last := ops[len(ops)-2] // the final read, before its release
+		if last.F != history.Read || last.Type != history.OK {
+			t.Fatalf("the final read did not succeed after healing: %+v", last)
+		}
+		if p := paramValue(out, "server-image"); p != image {
+			t.Errorf("report parameter server-image = %q, want %s", p, image)
+		}
+	})
+}
