@@ -96,6 +96,9 @@ type reportView struct {
 	// Servers is what the servers said they are, cleaned; nil when the
 	// run did not ask.
 	Servers *Servers
+	// ServerImage is the image the servers ran from (--server-image), ""
+	// for the node image's build.
+	ServerImage string
 }
 
 // damageRow is one key's damage in the report.
@@ -185,6 +188,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 		v.Params = append(v.Params, Param{clean(p.Name), clean(p.Value)})
 		if p.Name == "seed" {
 			v.Seed = clean(p.Value)
+		}
+		if p.Name == "server-image" && p.Value != "" {
+			v.ServerImage = clean(p.Value)
 		}
 	}
 	// The table lists failing keys first, each group in natural order, so
