@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -71,20 +70,7 @@ func TestDockerEtcdLockRPCFencedUnderPartitionsAndKillsIsValid(t *testing.T) {
 	cfg.TimeLimit = 20 * time.Second
 	out := runDocker(t, cfg)
 	wantDocker(t, out, models.Valid)
-	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	faults := map[string]int{}
-	for _, e := range events {
-		if e.IsNemesis() && e.Type == history.Invoke {
-			faults[e.F]++
-		}
-	}
-	if len(faults) == 0 {
-		t.Fatalf("no fault took effect")
-	}
-	t.Logf("faults: %v", faults)
+	faultsInjected(t, out)
 	d := readDamage(t, out)
 	if d.Keys[0].Final != models.FinalOK {
 		t.Fatalf("the final read did not succeed after healing: %+v", d.Keys[0])

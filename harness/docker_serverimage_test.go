@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -75,20 +74,7 @@ func TestDockerEtcdFromShellLessImage(t *testing.T) {
 		cfg.TimeLimit, cfg.NemesisInterval = 20*time.Second, time.Second
 		out := runDocker(t, cfg)
 		wantDocker(t, out, models.Valid)
-		events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		faults := map[string]int{}
-		for _, e := range events {
-			if e.IsNemesis() && e.Type == history.Invoke {
-				faults[e.F]++
-			}
-		}
-		t.Logf("faults injected: %v", faults)
-		if faults["partition-primary"] == 0 && faults["kill-leader"] == 0 {
-			t.Fatalf("no fault took effect: %v", faults)
-		}
+		_, events := faultsInjected(t, out)
 		ops, _ := history.Pair(events)
 		last := ops[len(ops)-2] // the final read, before its release
 		if last.F != history.Read || last.Type != history.OK {
