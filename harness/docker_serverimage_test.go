@@ -2,11 +2,13 @@ package harness
 
 import (
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
 
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
@@ -21,10 +23,11 @@ import (
 // server container, started again on heal). The verdicts are the ones
 // the node image's etcd gives.
 
-// shellLessEtcdImage builds fencecheck/etcd:v3.6 (the etcd the node
-// image's build compiled, from the cache) and checks that it really has
-// no shell.
-func shellLessEtcdImage(t *testing.T) string {
+// shellLessImage builds a local server image (fencecheck/etcd:v3.6 from
+// the etcd the node image's build compiled, fencecheck/redis:bookworm
+// from the node image's redis-server) and checks that it really has no
+// shell.
+func shellLessImage(t *testing.T, build func(context.Context, *client.Client, io.Writer) (string, error)) string {
 	t.Helper()
 	dockerOrSkip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -34,7 +37,7 @@ func shellLessEtcdImage(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	tag, err := compose.BuildEtcdImage(ctx, cli, "3.6", testWriter{t})
+	tag, err := build(ctx, cli, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,28 +52,30 @@ func shellLessEtcdImage(t *testing.T) string {
 	return tag
 }
 
-func serverImageConfig(t *testing.T, image, fencing string, nemesis ...string) Config {
-	cfg := dockerConfig(t, "etcd", fencing, nemesis...)
+func serverImageConfig(t *testing.T, backend, image, fencing string, nemesis ...string) Config {
+	cfg := dockerConfig(t, backend, fencing, nemesis...)
 	cfg.ServerImage = image
 	cfg.TimeLimit = 12 * time.Second
 	return cfg
 }
 
 func TestDockerEtcdFromShellLessImage(t *testing.T) {
-	image := shellLessEtcdImage(t)
+	image := shellLessImage(t, func(ctx context.Context, cli *client.Client, w io.Writer) (string, error) {
+		return compose.BuildEtcdImage(ctx, cli, "3.6", w)
+	})
 	t.Run("pause-holder unfenced is invalid", func(t *testing.T) {
-		out := runDocker(t, serverImageConfig(t, image, "none", "pause-holder"))
+		out := runDocker(t, serverImageConfig(t, "etcd", image, "none", "pause-holder"))
 		wantDocker(t, out, models.Invalid)
 		if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
 			t.Errorf("explanation does not name the stale write: %s", out.Result.Explanation)
 		}
 	})
 	t.Run("pause-holder fenced is valid", func(t *testing.T) {
-		out := runDocker(t, serverImageConfig(t, image, "all", "pause-holder"))
+		out := runDocker(t, serverImageConfig(t, "etcd", image, "all", "pause-holder"))
 		wantDocker(t, out, models.Valid)
 	})
 	t.Run("partition and kill fenced are valid and recover", func(t *testing.T) {
-		cfg := serverImageConfig(t, image, "all", "partition-primary", "kill-leader")
+		cfg := serverImageConfig(t, "etcd", image, "all", "partition-primary", "kill-leader")
 		cfg.TimeLimit, cfg.NemesisInterval = 20*time.Second, time.Second
 		out := runDocker(t, cfg)
 		wantDocker(t, out, models.Valid)
@@ -83,5 +88,27 @@ func TestDockerEtcdFromShellLessImage(t *testing.T) {
 		if p := paramValue(out, "server-image"); p != image {
 			t.Errorf("report parameter server-image = %q, want %s", p, image)
 		}
+	})
+}
+
+// Redis from its image (setnx-incr on one master): the holder's pause
+// breaks it unfenced and not fenced, and a kill — the engine's SIGKILL of
+// the server container, started again with its append-only file on its
+// own disk — loses nothing acknowledged.
+func TestDockerRedisFromShellLessImage(t *testing.T) {
+	image := shellLessImage(t, compose.BuildRedisImage)
+	t.Run("pause-holder unfenced is invalid", func(t *testing.T) {
+		cfg := serverImageConfig(t, "redis", image, "none", "pause-holder")
+		cfg.Recipe = "setnx-incr"
+		out := runDocker(t, cfg)
+		wantDocker(t, out, models.Invalid)
+	})
+	t.Run("pause-holder and kill fenced are valid", func(t *testing.T) {
+		cfg := serverImageConfig(t, "redis", image, "all", "pause-holder", "kill")
+		cfg.Recipe, cfg.Options = "setnx-incr", map[string]string{"redis-persistence": "aof-always"}
+		cfg.TimeLimit, cfg.NemesisInterval = 15*time.Second, time.Second
+		out := runDocker(t, cfg)
+		wantDocker(t, out, models.Valid)
+		faultsInjected(t, out)
 	})
 }

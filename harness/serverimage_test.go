@@ -17,11 +17,11 @@ func TestServerImageRefusals(t *testing.T) {
 		nemesis                 []string
 		want                    string
 	}{
-		{"zookeeper", "docker", "zookeeper:3.9", nil, "", nil, "--server-image: backend zookeeper cannot run its servers from an image yet (accepted with: etcd)"},
+		{"zookeeper", "docker", "zookeeper:3.9", nil, "", nil, "--server-image: backend zookeeper cannot run its servers from an image yet (accepted with: etcd, redis)"},
 		{"memory", "", "x", nil, "", nil, "--server-image: backend memory cannot run its servers from an image yet"},
 		{"etcd", "docker", "fencecheck/etcd:v3.6", map[string]bool{"server-version": true}, "3.5", nil, "--server-version: the server image fencecheck/etcd:v3.6 decides the server's version"},
 		{"etcd", "docker", "two words", nil, "", nil, `--server-image: "two words" is not an image reference`},
-		{"redis", "docker", "redis:7", nil, "", []string{"clock-jump"}, "--server-image: backend redis cannot run its servers from an image yet"},
+		{"redis", "docker", "redis:7", nil, "", []string{"clock-jump"}, "--nemesis: clock-jump cannot reach a server run from an image"},
 		{"etcd", "docker", "fencecheck/etcd:v3.6", nil, "", []string{"clock-jump"}, "--nemesis: clock-jump cannot reach a server run from an image"},
 		{"etcd", "docker", "fencecheck/etcd:v3.6", nil, "", nil, ""},
 	} {

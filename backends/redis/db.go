@@ -86,6 +86,7 @@ type DB struct {
 	nodes   []string
 	ips     map[string]string
 	version string
+	image   string // the user's server image (--server-image), "" for the node image's Redis
 }
 
 func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
@@ -104,6 +105,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		return fmt.Errorf("%s runs on %d Redis masters, got %d nodes", d.what(), want, len(nodes))
 	}
 	d.nodes = nodes
+	d.image = c.ServerImage()
 	ips, err := backends.NodeIPs(c, nodes)
 	if err != nil {
 		return err
@@ -111,6 +113,9 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 	d.ips = ips
 	if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
 		return err
+	}
+	if d.image != "" {
+		return nil // the servers' own answer (AskVersion) names the image's release
 	}
 	res, err := c.Exec(ctx, nodes[0], []string{"redis-server", "--version"})
 	if err == nil {
@@ -122,13 +127,17 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 }
 
 func (d *DB) setupNode(ctx context.Context, c *compose.Cluster, n string) error {
-	res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir})
-	if err != nil {
-		return err
+	if d.image == "" {
+		res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir})
+		if err != nil {
+			return err
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("creating %s in %s: %s", DataDir, n, res.Stderr)
+		}
 	}
-	if res.ExitCode != 0 {
-		return fmt.Errorf("creating %s in %s: %s", DataDir, n, res.Stderr)
-	}
+	// From the node container either way: it shares the image-run
+	// server's network namespace, and has redis-cli and a shell.
 	if err := d.Start(ctx, c, n); err != nil {
 		return err
 	}
@@ -157,18 +166,34 @@ func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
 	if err != nil {
 		return err
 	}
+	dir := DataDir
+	if d.image != "" {
+		dir = ImageDataDir
+	}
 	cmd := append([]string{"redis-server",
 		"--port", fmt.Sprint(Port),
 		"--bind", ip, "127.0.0.1",
 		"--protected-mode", "no",
 		"--daemonize", "no",
-		"--dir", DataDir,
+		"--dir", dir,
 		"--logfile", "",
 	}, extra...)
+	if d.image != "" {
+		// The official image's entrypoint takes the command as given
+		// (redis-server and its arguments), as its own CMD would be.
+		return c.StartImageServer(ctx, node, compose.ImageServer{Cmd: cmd})
+	}
 	return backends.StartDaemon(ctx, c, node, "redis", cmd, compose.ExecOptions{})
 }
 
+// ImageDataDir is where Redis keeps its data when it runs from the user's
+// image: the official image's working directory and volume, /data.
+const ImageDataDir = "/data"
+
 func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+	if d.image != "" {
+		return c.KillImageServer(ctx, node)
+	}
 	return backends.KillDaemon(ctx, c, node, "redis")
 }
 
@@ -195,6 +220,9 @@ func (d *DB) Info() map[string]string {
 	version := d.version
 	if version == "" {
 		version = "(version unknown)"
+	}
+	if d.image != "" {
+		version = "from image " + d.image
 	}
 	p := d.Persistence
 	switch p {

@@ -16,6 +16,8 @@ func init() {
 	registry.Register(registry.Info{
 		NoExpiredGrants: "the lease begins with the grant (SET … PX): there is no earlier lease that could have expired; a holder whose key expires later is what the fence and the checker see",
 		Name:            "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		ServerImage: "the official redis image's layout (redis:7.2 and its kin): its entrypoint runs the command redis-server with fencecheck's arguments, " +
+			"data in " + ImageDataDir + ", port 6379",
 		MinTTL:       100 * time.Millisecond,
 		Builds:       map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},
 		AllEndpoints: "Redis runs one server for setnx and setnx-incr, and redlock needs a majority of its 5 independent masters, so a client bound to one could never lock",

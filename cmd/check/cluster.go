@@ -75,7 +75,31 @@ instead (docs/server-images.md).`,
 			return nil
 		},
 	}
-	cmd.AddCommand(build, etcd)
+	redis := &cobra.Command{
+		Use:   "redis",
+		Short: "Build " + compose.RedisImageTag + ", a shell-less Redis image in the official image's layout, for --server-image where no registry is at hand",
+		Long: `image redis builds ` + compose.RedisImageTag + ` from the node image's Debian redis-server: the
+binary and the libraries it loads, laid out as the official redis image (redis-server
+on PATH, working directory /data), with no shell and no tools. Where a registry
+answers, pass the official image instead (docs/server-images.md).`,
+		Example: "  check image redis\n  check --backend redis --recipe setnx-incr --server-image " + compose.RedisImageTag + " --nemesis kill",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := interruptible(cmd.Context())
+			defer stop()
+			cli, err := compose.Connect(ctx)
+			if err != nil {
+				return failed(err)
+			}
+			tag, err := compose.BuildRedisImage(ctx, cli, cmd.OutOrStdout())
+			if err != nil {
+				return failed(err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --server-image %s\n", tag, tag)
+			return nil
+		},
+	}
+	cmd.AddCommand(build, etcd, redis)
 	return cmd
 }
 

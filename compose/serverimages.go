@@ -1,0 +1,144 @@
+package compose
+
+import (
+	"archive/tar"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/docker/docker/api/types/build"
+	"github.com/docker/docker/client"
+)
+
+// The server images fencecheck builds locally for --server-image where no
+// registry is at hand: each lays a server out as its official image does,
+// with the server and nothing else, and no shell. A run against one shows
+// that fencecheck needs nothing inside a server's container.
+
+// EtcdImageRepository is the repository of the etcd server images
+// fencecheck builds locally for --server-image where no registry is at
+// hand: fencecheck/etcd:v3.6.
+const EtcdImageRepository = "fencecheck/etcd"
+
+// etcdImageDockerfile lays an etcd binary out as the official etcd image
+// does (its binary in /usr/local/bin, its working directory /var/lib/etcd,
+// its ports exposed, etcd as the CMD), on nothing at all: the image has no
+// shell, no libc and no tools, so a run against it shows that every fault
+// is applied from outside the server's container.
+const etcdImageDockerfile = `FROM scratch
+COPY etcd /usr/local/bin/etcd
+WORKDIR /var/etcd/
+WORKDIR /var/lib/etcd/
+EXPOSE 2379 2380
+CMD ["/usr/local/bin/etcd"]
+`
+
+// EtcdImageTag is the local etcd server image of version: fencecheck/etcd:v3.6.
+func EtcdImageTag(version string) string { return EtcdImageRepository + ":v" + version }
+
+// BuildEtcdImage builds EtcdImageTag(version) from the etcd fencecheck
+// compiles from the Go module proxy (EtcdBinary: the cache, or a compile
+// now), for the engine's architecture. It needs no registry and no base
+// image.
+func BuildEtcdImage(ctx context.Context, cli *client.Client, version string, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		return "", daemonError(cli.DaemonHost(), err)
+	}
+	bin, err := EtcdBinary(ctx, version, ver.Arch, progress)
+	if err != nil {
+		return "", err
+	}
+	tag := EtcdImageTag(version)
+	start := time.Now()
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		err := writeEtcdImageContext(pw, bin)
+		pw.CloseWithError(err)
+		errc <- err
+	}()
+	if err := dockerBuild(ctx, cli, tag, pr, errc, build.ImageBuildOptions{Dockerfile: "Dockerfile",
+		Labels: map[string]string{"fencecheck.server-image": "etcd " + version}}, progress); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(progress, "compose: built %s in %s: etcd %s alone, in the official image's layout, no shell\n", tag, time.Since(start).Round(time.Second), version)
+	return tag, nil
+}
+
+func writeEtcdImageContext(w io.Writer, etcd []byte) error {
+	return writeContext(w, []contextFile{{"Dockerfile", 0o644, []byte(etcdImageDockerfile)}, {"etcd", 0o755, etcd}})
+}
+
+// contextFile is one file of a small build context.
+type contextFile struct {
+	name string
+	mode int64
+	data []byte
+}
+
+func writeContext(w io.Writer, files []contextFile) error {
+	tw := tar.NewWriter(w)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Unix(0, 0),
+			Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+// RedisImageTag is the local Redis server image, from the node image's
+// Debian package: fencecheck/redis:bookworm.
+const RedisImageTag = "fencecheck/redis:bookworm"
+
+// redisImageDockerfile copies Debian's redis-server and the shared
+// libraries it loads (as ldd lists them, the loader included) out of the
+// node image onto nothing, laid out as the official redis image is
+// (redis-server on PATH, working directory /data, port 6379): no shell,
+// no redis-cli, not even the official image's entrypoint script, which a
+// run never needs (it passes redis-server and its arguments as the
+// command).
+const redisImageDockerfile = `FROM %s AS server
+RUN mkdir -p /out/usr/bin && cp -L /usr/bin/redis-server /out/usr/bin/redis-server \
+ && for lib in $(ldd /usr/bin/redis-server | grep -o '/[^ ]*'); do cp -L --parents "$lib" /out/; done
+FROM scratch
+COPY --from=server /out/ /
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+WORKDIR /data
+EXPOSE 6379
+CMD ["redis-server"]
+`
+
+// BuildRedisImage builds RedisImageTag from the node image (built first
+// if missing). It needs no registry.
+func BuildRedisImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
+	if progress == nil {
+		progress = io.Discard
+	}
+	node, err := EnsureImage(ctx, cli, progress)
+	if err != nil {
+		return "", err
+	}
+	start := time.Now()
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		err := writeContext(pw, []contextFile{{"Dockerfile", 0o644, []byte(fmt.Sprintf(redisImageDockerfile, node))}})
+		pw.CloseWithError(err)
+		errc <- err
+	}()
+	if err := dockerBuild(ctx, cli, RedisImageTag, pr, errc, build.ImageBuildOptions{Dockerfile: "Dockerfile",
+		Labels: map[string]string{"fencecheck.server-image": "redis"}}, progress); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(progress, "compose: built %s in %s: Debian's redis-server and its libraries alone, in the official image's layout, no shell\n", RedisImageTag, time.Since(start).Round(time.Second))
+	return RedisImageTag, nil
+}
