@@ -45,12 +45,20 @@ func init() {
 	})
 }
 
-// expiredGrant: the server granted the lock on a lease that had already
-// expired, so the lock key was gone when the client read it back at once.
-// The trusting client acts on such a grant with token 0 (no real lock key
-// has create revision 0); the careful one refuses it with the read-back's
-// error (lock-rpc) or the mutex's own (ErrSessionExpired after its wait).
-func expiredGrant(_ string, e history.Event) bool {
+// expiredGrant: the lock was granted on a lease that had already expired,
+// so the lock key was gone when the client read it back at once. The
+// trusting client acts on such a grant with token 0 (no real lock key has
+// create revision 0); the careful one refuses it at its read-back
+// (errKeyVanished). The mutex recipe runs its own read-back after its
+// wait and answers ErrSessionExpired when its turn came on an expired
+// lease: a grant of the recipe's that the careful client refuses (the
+// trusting one acts on it, token 0).
+//
+// The same words from the Lock RPC are not a grant: they are the server
+// refusing it (etcd 3.5 and later check the waiter's lease when its turn
+// comes — the fix of issue 11456; 3.4.23 grants, and the key is gone at
+// the read-back).
+func expiredGrant(recipe string, e history.Event) bool {
 	if e.F != history.Acquire {
 		return false
 	}
@@ -58,7 +66,8 @@ func expiredGrant(_ string, e history.Event) bool {
 	case history.OK:
 		return e.Token == 0
 	case history.Fail:
-		return strings.Contains(e.Error, errKeyVanished) || strings.Contains(e.Error, concurrency.ErrSessionExpired.Error())
+		return strings.Contains(e.Error, errKeyVanished) ||
+			(recipe == "mutex" && strings.Contains(e.Error, concurrency.ErrSessionExpired.Error()))
 	}
 	return false
 }
