@@ -68,6 +68,9 @@ func (c *Cluster) StartImageServer(ctx context.Context, node string, s ImageServ
 	if c.serverImage == "" {
 		return fmt.Errorf("test %s has no server image", c.TestID)
 	}
+	// A pause must not land while runc starts the container (see
+	// startGate): the start would hang.
+	defer c.HoldOffPause(node)()
 	if n.ServerContainer == "" {
 		labels := Labels(c.TestID)
 		labels[LabelNode] = node

@@ -3,14 +3,17 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
+	"github.com/docker/docker/client"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
 )
 
@@ -20,6 +23,10 @@ func init() {
 		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
 			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
 		ExpiredGrant: expiredGrant,
+		LocalServerImage: &registry.LocalServerImage{Versions: compose.EtcdModuleVersions(),
+			Build: func(ctx context.Context, cli *client.Client, version string, progress io.Writer) (string, error) {
+				return compose.BuildEtcdImage(ctx, cli, version, progress)
+			}},
 		ServerImage: "the official etcd image's layout (gcr.io/etcd-development/etcd, quay.io/coreos/etcd): its own CMD runs etcd, " +
 			"configured by ETCD_* variables, data under " + ImageDataDir + ", client port 2379, peer port 2380; the image needs no shell",
 		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)

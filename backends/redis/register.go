@@ -2,11 +2,15 @@ package redis
 
 import (
 	"context"
+	"io"
 	"time"
+
+	"github.com/docker/docker/client"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compose"
 )
 
 // PersistenceFlag is the flag that says what the servers keep on disk.
@@ -18,6 +22,10 @@ func init() {
 		Name:            "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		ServerImage: "the official redis image's layout (redis:7.2 and its kin): its entrypoint runs the command redis-server with fencecheck's arguments, " +
 			"data in " + ImageDataDir + ", port 6379",
+		LocalServerImage: &registry.LocalServerImage{
+			Build: func(ctx context.Context, cli *client.Client, _ string, progress io.Writer) (string, error) {
+				return compose.BuildRedisImage(ctx, cli, progress)
+			}},
 		MinTTL:       100 * time.Millisecond,
 		Builds:       map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},
 		AllEndpoints: "Redis runs one server for setnx and setnx-incr, and redlock needs a majority of its 5 independent masters, so a client bound to one could never lock",

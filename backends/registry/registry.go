@@ -15,11 +15,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/docker/docker/client"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
@@ -119,6 +122,10 @@ type Info struct {
 	// conventions it follows (entrypoint, environment, data directory,
 	// ports). "" when it cannot.
 	ServerImage string
+	// LocalServerImage, when set, builds a server image in the official
+	// image's layout on this machine, with no registry (`check image
+	// server`), for --server-image where none can be pulled.
+	LocalServerImage *LocalServerImage
 	// NoClockFaults says why the clock faults cannot reach this backend's
 	// servers (a static binary libfaketime cannot be preloaded into,
 	// leases timed on the monotonic clock); "" when they can.
@@ -543,4 +550,14 @@ func ApplyLeaseCheck(c backends.Client, mode string) error {
 		return nil
 	}
 	return fmt.Errorf("unknown lease check %q (accepted: %s)", mode, strings.Join(LeaseChecks, ", "))
+}
+
+// LocalServerImage is how a backend builds its server image locally.
+type LocalServerImage struct {
+	// Versions are the versions it can build (empty: one, taking no
+	// version argument).
+	Versions []string
+	// Build builds the image for version on the Docker engine and returns
+	// its tag, writing progress.
+	Build func(ctx context.Context, cli *client.Client, version string, progress io.Writer) (string, error)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/words"
@@ -47,19 +48,20 @@ is only needed when they change.`,
 			return nil
 		},
 	}
-	etcd := &cobra.Command{
-		Use:   "etcd VERSION",
-		Short: "Build fencecheck/etcd:vVERSION, a shell-less etcd image in the official image's layout, for --server-image where no registry is at hand",
-		Long: `image etcd builds fencecheck/etcd:vVERSION from the etcd fencecheck compiles from
-the Go module proxy (` + strings.Join(compose.EtcdModuleVersions(), ", ") + `): the etcd binary alone, laid out as the official
-etcd image (/usr/local/bin/etcd, working directory /var/lib/etcd, CMD etcd),
-with no shell and no tools. Where a registry answers, pass the official image
-instead (docs/server-images.md).`,
-		Example: "  check image etcd 3.6\n  check --backend etcd --server-image fencecheck/etcd:v3.6 --nemesis pause-holder",
-		Args:    cobra.ExactArgs(1),
+	server := &cobra.Command{
+		Use:   "server BACKEND [VERSION]",
+		Short: "Build a shell-less server image in the official image's layout, for --server-image where no registry is at hand",
+		Long: `image server builds a backend's server image on this machine, with no registry:
+the server and the libraries it loads and nothing else (no shell, no tools), laid
+out as the backend's official image (` + localImageBackends() + `). Where a
+registry answers, pass the official image to --server-image instead
+(docs/server-images.md).`,
+		Example: localImageExamples(),
+		Args:    cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !slices.Contains(compose.EtcdModuleVersions(), args[0]) {
-				return usageErr("image etcd: no etcd build %q (accepted: %s)", args[0], strings.Join(compose.EtcdModuleVersions(), ", "))
+			li, version, err := localServerImage(args)
+			if err != nil {
+				return err
 			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
@@ -67,39 +69,15 @@ instead (docs/server-images.md).`,
 			if err != nil {
 				return failed(err)
 			}
-			tag, err := compose.BuildEtcdImage(ctx, cli, args[0], cmd.OutOrStdout())
+			tag, err := li.Build(ctx, cli, version, cmd.OutOrStdout())
 			if err != nil {
 				return failed(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --server-image %s\n", tag, tag)
+			fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --backend %s --server-image %s\n", tag, args[0], tag)
 			return nil
 		},
 	}
-	redis := &cobra.Command{
-		Use:   "redis",
-		Short: "Build " + compose.RedisImageTag + ", a shell-less Redis image in the official image's layout, for --server-image where no registry is at hand",
-		Long: `image redis builds ` + compose.RedisImageTag + ` from the node image's Debian redis-server: the
-binary and the libraries it loads, laid out as the official redis image (redis-server
-on PATH, working directory /data), with no shell and no tools. Where a registry
-answers, pass the official image instead (docs/server-images.md).`,
-		Example: "  check image redis\n  check --backend redis --recipe setnx-incr --server-image " + compose.RedisImageTag + " --nemesis kill",
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := interruptible(cmd.Context())
-			defer stop()
-			cli, err := compose.Connect(ctx)
-			if err != nil {
-				return failed(err)
-			}
-			tag, err := compose.BuildRedisImage(ctx, cli, cmd.OutOrStdout())
-			if err != nil {
-				return failed(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --server-image %s\n", tag, tag)
-			return nil
-		},
-	}
-	cmd.AddCommand(build, etcd, redis)
+	cmd.AddCommand(build, server)
 	return cmd
 }
 
@@ -195,4 +173,57 @@ func newClusterCmd() *cobra.Command {
 	}
 	cmd.AddCommand(up, down, status)
 	return cmd
+}
+
+// localServerImage checks `image server`'s arguments against what the
+// backend can build: refused before anything is built.
+func localServerImage(args []string) (*registry.LocalServerImage, string, error) {
+	b, ok := registry.Lookup(args[0])
+	if !ok || b.LocalServerImage == nil {
+		return nil, "", usageErr("image server: no local server image for %q (accepted: %s)", args[0], localImageBackends())
+	}
+	li := b.LocalServerImage
+	switch {
+	case len(li.Versions) == 0 && len(args) == 2:
+		return nil, "", usageErr("image server %s: it builds one version, from the node image's package; drop %q", args[0], args[1])
+	case len(li.Versions) > 0 && len(args) == 1:
+		return nil, "", usageErr("image server %s: name the version (accepted: %s)", args[0], strings.Join(li.Versions, ", "))
+	case len(li.Versions) > 0 && !slices.Contains(li.Versions, args[1]):
+		return nil, "", usageErr("image server %s: no build %q (accepted: %s)", args[0], args[1], strings.Join(li.Versions, ", "))
+	}
+	version := ""
+	if len(args) == 2 {
+		version = args[1]
+	}
+	return li, version, nil
+}
+
+// localImageBackends lists the backends `image server` builds for, with
+// their versions.
+func localImageBackends() string {
+	var out []string
+	for _, b := range registry.All() {
+		if li := b.LocalServerImage; li != nil {
+			if len(li.Versions) > 0 {
+				out = append(out, b.Name+" "+strings.Join(li.Versions, "|"))
+			} else {
+				out = append(out, b.Name)
+			}
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+func localImageExamples() string {
+	var out []string
+	for _, b := range registry.All() {
+		if li := b.LocalServerImage; li != nil {
+			v := ""
+			if len(li.Versions) > 0 {
+				v = " " + li.Versions[len(li.Versions)/2]
+			}
+			out = append(out, "  check image server "+b.Name+v)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -15,7 +15,7 @@ func TestHelpRefusesUnknownCommands(t *testing.T) {
 		{[]string{"help", "nonsense"}, `help: check has no command "nonsense" (commands: `},
 		{[]string{"help", "cluster", "nonsense"}, `help: check cluster has no command "nonsense" (commands: down, status and up)`},
 		{[]string{"cluster", "nonsense"}, `check: cluster: no command "nonsense" (commands: down, status and up)`},
-		{[]string{"image", "status"}, `check: image: no command "status" (commands: build, etcd and redis)`},
+		{[]string{"image", "status"}, `check: image: no command "status" (commands: build and server)`},
 	} {
 		code, out, stderr := runCLI(t, c.args...)
 		if code != 254 || !strings.Contains(stderr, c.want) || out != "" {
