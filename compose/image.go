@@ -267,10 +267,16 @@ func imageExists(ctx context.Context, cli *client.Client, ref string) (bool, err
 // files at its root and the etcd 3.6 binary. The returned channel carries
 // the writer's error once the stream ends.
 func buildContext(etcd []byte) (io.ReadCloser, <-chan error) {
+	return streamContext(func(w io.Writer) error { return writeBuildContext(w, etcd) })
+}
+
+// streamContext runs write into a pipe for dockerBuild to read; the
+// channel carries write's error once the stream ends.
+func streamContext(write func(io.Writer) error) (io.ReadCloser, <-chan error) {
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		err := writeBuildContext(pw, etcd)
+		err := write(pw)
 		pw.CloseWithError(err)
 		errc <- err
 	}()

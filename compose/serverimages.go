@@ -55,13 +55,7 @@ func BuildEtcdImage(ctx context.Context, cli *client.Client, version string, pro
 	}
 	tag := EtcdImageTag(version)
 	start := time.Now()
-	pr, pw := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		err := writeEtcdImageContext(pw, bin)
-		pw.CloseWithError(err)
-		errc <- err
-	}()
+	pr, errc := streamContext(func(w io.Writer) error { return writeEtcdImageContext(w, bin) })
 	if err := dockerBuild(ctx, cli, tag, pr, errc, build.ImageBuildOptions{Dockerfile: "Dockerfile",
 		Labels: map[string]string{"fencecheck.server-image": "etcd " + version}}, progress); err != nil {
 		return "", err
@@ -128,13 +122,8 @@ func BuildRedisImage(ctx context.Context, cli *client.Client, progress io.Writer
 		return "", err
 	}
 	start := time.Now()
-	pr, pw := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		err := writeContext(pw, []contextFile{{"Dockerfile", 0o644, []byte(fmt.Sprintf(redisImageDockerfile, node))}})
-		pw.CloseWithError(err)
-		errc <- err
-	}()
+	dockerfile := []byte(fmt.Sprintf(redisImageDockerfile, node))
+	pr, errc := streamContext(func(w io.Writer) error { return writeContext(w, []contextFile{{"Dockerfile", 0o644, dockerfile}}) })
 	if err := dockerBuild(ctx, cli, RedisImageTag, pr, errc, build.ImageBuildOptions{Dockerfile: "Dockerfile",
 		Labels: map[string]string{"fencecheck.server-image": "redis"}}, progress); err != nil {
 		return "", err
