@@ -3,11 +3,9 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
-	"github.com/docker/docker/client"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/fencecheck/fencecheck/backends"
@@ -22,11 +20,8 @@ func init() {
 		Name: "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
 			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
-		ExpiredGrant: expiredGrant,
-		LocalServerImage: &registry.LocalServerImage{Versions: compose.EtcdModuleVersions(),
-			Build: func(ctx context.Context, cli *client.Client, version string, progress io.Writer) (string, error) {
-				return compose.BuildEtcdImage(ctx, cli, version, progress)
-			}},
+		ExpiredGrant:     expiredGrant,
+		LocalServerImage: &registry.LocalServerImage{Versions: compose.EtcdModuleVersions(), Build: compose.BuildEtcdImage},
 		ServerImage: "the official etcd image's layout (gcr.io/etcd-development/etcd, quay.io/coreos/etcd): its own CMD runs etcd, " +
 			"configured by ETCD_* variables, data under " + ImageDataDir + ", client port 2379, peer port 2380; the image needs no shell",
 		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)
