@@ -1,0 +1,523 @@
+package models
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/binomial"
+	"github.com/fencecheck/fencecheck/internal/words"
+)
+
+// A verdict of valid means something only if safety was at stake. An
+// exposure is a moment when it was: a lease holder that had been
+// superseded — a newer holder of the same key had been granted the lock
+// while the old one still believed it held it — sent an op that, for all
+// the old holder knew, it was still entitled to send. That is the only
+// moment fencing has any work to do; a run without one could not tell a
+// safe lock from an unsafe one.
+//
+// Exposures are found from the history alone, so they are counted the same
+// way for every backend, recipe, storage and user client:
+//
+//   - A term is one process's hold of one key: from its ok acquire to its
+//     release's invocation, or to the op that told it the lease was gone
+//     (lease-lost), or to an op of unknown outcome (the process is retired
+//     there) — the same interval Beliefs draws.
+//   - Terms are ordered by token, and by the order of their grants where
+//     tokens tie (a recipe without tokens: every token is 0). A term is
+//     superseded once a newer term's grant has completed while it is
+//     still open.
+//   - A late op is a read or write of a superseded term that completed
+//     after the newer grant did. An op the storage refused as stale
+//     (fenced) is late by the storage's own word, whatever the grants say.
+//
+// Each superseded term that sent a late op is one exposure, and it ended
+// in one of four ways (the worst of its late ops):
+//
+//   - admitted: a late write returned ok after an op of a newer term had
+//     been admitted (had returned ok): the storage took the stale write.
+//   - refused: the storage refused a late op as stale (fail, fenced).
+//   - not sent: the client saw its lease was gone and never sent the op
+//     (fail, lease-lost).
+//   - unknown: a late op's outcome is unknown (info).
+//
+// Late ops that harmed nothing and tested nothing are counted apart, not
+// as exposures: a late write that reached the storage before any newer
+// term's op did (nothing newer to fence against), or one that failed for
+// another reason. So is a superseded term that sent no late op at all
+// ("outlived idle": two holders at once, but the old one did nothing).
+
+// ExposureOutcome is how an exposure ended.
+type ExposureOutcome string
+
+const (
+	ExposureAdmitted ExposureOutcome = "admitted"
+	ExposureRefused  ExposureOutcome = "refused"
+	ExposureNotSent  ExposureOutcome = "not-sent"
+	ExposureUnknown  ExposureOutcome = "unknown"
+)
+
+// severity orders the outcomes of a term's late ops: the worst one names
+// the exposure. 0 is no late op; harmless late ops are 1.
+func severity(o ExposureOutcome) int {
+	switch o {
+	case ExposureAdmitted:
+		return 5
+	case ExposureRefused:
+		return 4
+	case ExposureUnknown:
+		return 3
+	case ExposureNotSent:
+		return 2
+	}
+	return 0
+}
+
+// Exposure is one superseded holder that sent a late op.
+type Exposure struct {
+	Key     string          `json:"key"`
+	Process int             `json:"process"`
+	Token   uint64          `json:"token"`
+	Outcome ExposureOutcome `json:"outcome"`
+	// Op is the history index of the invocation of the late op that
+	// decided the outcome; Time is when that op completed (ns).
+	Op   int64 `json:"op"`
+	Time int64 `json:"time"`
+}
+
+// ExposureCounts are the exposures of a key or of a run, by outcome.
+type ExposureCounts struct {
+	// Exposures = Admitted + Refused + NotSent + Unknown.
+	Exposures int `json:"exposures"`
+	Admitted  int `json:"admitted"`
+	Refused   int `json:"refused"`
+	NotSent   int `json:"not_sent"`
+	Unknown   int `json:"unknown"`
+	// Harmless counts superseded holders whose late ops all reached the
+	// storage ahead of every newer holder's op, or failed on their own.
+	Harmless int `json:"harmless"`
+	// OutlivedIdle counts superseded holders that sent no late op: two
+	// holders at once with nothing at stake.
+	OutlivedIdle int `json:"outlived_idle"`
+}
+
+func (c *ExposureCounts) add(o ExposureCounts) {
+	c.Exposures += o.Exposures
+	c.Admitted += o.Admitted
+	c.Refused += o.Refused
+	c.NotSent += o.NotSent
+	c.Unknown += o.Unknown
+	c.Harmless += o.Harmless
+	c.OutlivedIdle += o.OutlivedIdle
+}
+
+// Add pools other into c: the counts of several runs are their sums.
+func (c *ExposureCounts) Add(other ExposureCounts) { c.add(other) }
+
+// Decided is the exposures whose outcome is known: the trials a bound on
+// the chance of admission is taken over (an unknown outcome is neither).
+func (c ExposureCounts) Decided() int { return c.Exposures - c.Unknown }
+
+// KeyExposures are one key's counts.
+type KeyExposures struct {
+	Key string `json:"key"`
+	ExposureCounts
+}
+
+// MaxListedExposures bounds Exposures.List: a day-long run keeps counts,
+// not every exposure.
+const MaxListedExposures = 100
+
+// Exposures are a run's exposures: the totals, per key, the first ones
+// one by one, and why there were none when there were none.
+type Exposures struct {
+	ExposureCounts
+	Keys []KeyExposures `json:"keys"`
+	// List holds the first MaxListedExposures exposures in the order they
+	// were decided.
+	List []Exposure `json:"list,omitempty"`
+	// Reason is the likely reason a run had no exposure, when one is
+	// known (see NoExposureReason); "" otherwise.
+	Reason string `json:"reason,omitempty"`
+}
+
+// rank orders terms: by token, then by grant order.
+type rank struct {
+	token uint64
+	seq   int64
+}
+
+func (a rank) newer(b rank) bool {
+	return a.token > b.token || (a.token == b.token && a.seq > b.seq)
+}
+
+type term struct {
+	process    int
+	key        string
+	rank       rank
+	superseded bool
+	worst      ExposureOutcome
+	harmless   bool
+	decider    Exposure
+}
+
+type keyExposure struct {
+	counts   ExposureCounts
+	open     map[int]*term // process → its open term on this key
+	seq      int64
+	admitted rank // the newest term an ok read or write came from
+	anyOK    bool
+}
+
+type pendingOp struct {
+	f     string
+	key   string
+	index int64
+}
+
+// ExposureCounter counts exposures one event at a time, so that a
+// history read as a stream is counted without keeping it: it holds only
+// the open terms and the ops in flight. Feed it every event of a history
+// in order, then call Result.
+type ExposureCounter struct {
+	keys    map[string]*keyExposure
+	pending map[int]pendingOp
+	list    []Exposure
+}
+
+// NewExposureCounter starts an empty count.
+func NewExposureCounter() *ExposureCounter {
+	return &ExposureCounter{keys: map[string]*keyExposure{}, pending: map[int]pendingOp{}}
+}
+
+func (c *ExposureCounter) key(k string) *keyExposure {
+	ke := c.keys[k]
+	if ke == nil {
+		ke = &keyExposure{open: map[int]*term{}}
+		c.keys[k] = ke
+	}
+	return ke
+}
+
+// Add takes the next event of a history.
+func (c *ExposureCounter) Add(e history.Event) {
+	if e.IsNemesis() || e.Type == history.End {
+		return
+	}
+	if e.Type == history.Invoke {
+		c.pending[e.Process] = pendingOp{f: e.F, key: e.Key, index: e.Index}
+		if e.F == history.Release {
+			c.close(c.key(e.Key), e.Process)
+		}
+		return
+	}
+	op, ok := c.pending[e.Process]
+	if !ok {
+		return
+	}
+	delete(c.pending, e.Process)
+	ke := c.key(op.key)
+	switch op.f {
+	case history.Acquire:
+		if e.Type == history.OK {
+			c.grant(ke, op.key, e)
+		}
+	case history.Read, history.Write:
+		c.storageOp(ke, op, e)
+	}
+}
+
+// grant opens a term and supersedes every open term it is newer than; a
+// grant older than an open term (a lower token handed out later: a grant
+// on an expired lease) is superseded from its start.
+func (c *ExposureCounter) grant(ke *keyExposure, key string, e history.Event) {
+	c.close(ke, e.Process)
+	ke.seq++
+	t := &term{process: e.Process, key: key, rank: rank{e.Token, ke.seq}}
+	for _, u := range ke.open {
+		switch {
+		case t.rank.newer(u.rank):
+			u.superseded = true
+		default:
+			t.superseded = true
+		}
+	}
+	ke.open[e.Process] = t
+}
+
+func (c *ExposureCounter) storageOp(ke *keyExposure, op pendingOp, e history.Event) {
+	t := ke.open[e.Process]
+	if t == nil {
+		return // not under a lease (a final read has its own acquire)
+	}
+	fenced := e.Type == history.Fail && e.Error == history.ErrFenced
+	if t.superseded || fenced {
+		var out ExposureOutcome
+		switch {
+		case fenced:
+			out = ExposureRefused
+		case e.Type == history.Fail && e.Error == ErrLeaseLost:
+			out = ExposureNotSent
+		case e.Type == history.Info:
+			out = ExposureUnknown
+		case e.Type == history.OK && op.f == history.Write && ke.anyOK && ke.admitted.newer(t.rank):
+			out = ExposureAdmitted
+		default:
+			t.harmless = true
+		}
+		if severity(out) > severity(t.worst) {
+			t.worst = out
+			t.decider = Exposure{Key: op.key, Process: e.Process, Token: t.rank.token, Outcome: out, Op: op.index, Time: e.Time}
+		}
+	}
+	if e.Type == history.OK && (!ke.anyOK || t.rank.newer(ke.admitted)) {
+		ke.admitted, ke.anyOK = t.rank, true
+	}
+	if e.Type == history.Info || (e.Type == history.Fail && e.Error == ErrLeaseLost) {
+		c.close(ke, e.Process)
+	}
+}
+
+// close ends process p's open term on the key, counting it.
+func (c *ExposureCounter) close(ke *keyExposure, p int) {
+	t := ke.open[p]
+	if t == nil {
+		return
+	}
+	delete(ke.open, p)
+	cs := &ke.counts
+	switch t.worst {
+	case ExposureAdmitted:
+		cs.Admitted++
+	case ExposureRefused:
+		cs.Refused++
+	case ExposureNotSent:
+		cs.NotSent++
+	case ExposureUnknown:
+		cs.Unknown++
+	default:
+		switch {
+		case t.harmless:
+			cs.Harmless++
+		case t.superseded:
+			cs.OutlivedIdle++
+		}
+		return
+	}
+	cs.Exposures++
+	if len(c.list) < MaxListedExposures {
+		c.list = append(c.list, t.decider)
+	}
+}
+
+// Result closes the terms still open (the history ended in them) and
+// returns the counts, per key in name order.
+func (c *ExposureCounter) Result() Exposures {
+	names := make([]string, 0, len(c.keys))
+	for k := range c.keys {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var x Exposures
+	x.Keys = []KeyExposures{}
+	for _, k := range names {
+		ke := c.keys[k]
+		ps := make([]int, 0, len(ke.open))
+		for p := range ke.open {
+			ps = append(ps, p)
+		}
+		sort.Ints(ps)
+		for _, p := range ps {
+			c.close(ke, p)
+		}
+		x.Keys = append(x.Keys, KeyExposures{Key: k, ExposureCounts: ke.counts})
+		x.add(ke.counts)
+	}
+	x.List = append([]Exposure(nil), c.list...)
+	return x
+}
+
+// CountExposures counts the exposures of a whole history's events.
+func CountExposures(events []history.Event) Exposures {
+	c := NewExposureCounter()
+	for _, e := range events {
+		c.Add(e)
+	}
+	return c.Result()
+}
+
+// Reconcile makes the exposures agree with the verdict. An exposure is
+// counted as admitted when a late write returned after a newer holder's
+// op had returned; when the check nonetheless found the history valid, it
+// could place every such write before the newer op (their intervals
+// overlapped), so no stale write was admitted over a newer one in any
+// order the storage can have taken: those writes are harmless.
+func (x Exposures) Reconcile(v Verdict) Exposures {
+	if v != Valid || x.Admitted == 0 {
+		return x
+	}
+	move := func(c *ExposureCounts) {
+		c.Harmless += c.Admitted
+		c.Exposures -= c.Admitted
+		c.Admitted = 0
+	}
+	move(&x.ExposureCounts)
+	keys := make([]KeyExposures, len(x.Keys))
+	copy(keys, x.Keys)
+	for i := range keys {
+		move(&keys[i].ExposureCounts)
+	}
+	x.Keys = keys
+	var list []Exposure
+	for _, e := range x.List {
+		if e.Outcome != ExposureAdmitted {
+			list = append(list, e)
+		}
+	}
+	x.List = list
+	return x
+}
+
+// Exercised reports whether safety was at stake at least once.
+func (c ExposureCounts) Exercised() bool { return c.Exposures > 0 }
+
+// Text is the exposures in one clause, as a verdict line carries them:
+// "4 holders outlived their lease; all 4 late ops reached the storage and
+// were refused".
+func (c ExposureCounts) Text() string {
+	if c.Exposures == 0 {
+		s := "no holder outlived its lease and then acted"
+		if c.OutlivedIdle > 0 || c.Harmless > 0 {
+			s = fmt.Sprintf("no superseded holder's late op met a newer holder's at the storage (%s)", c.asideText())
+		}
+		return s
+	}
+	s := fmt.Sprintf("%s outlived their lease", words.PluralOf(c.Exposures, "holder", "holders"))
+	if c.Exposures == 1 {
+		s = "1 holder outlived its lease"
+	}
+	switch {
+	case c.Refused == c.Exposures:
+		if c.Exposures == 1 {
+			s += "; its late op reached the storage and was refused"
+		} else {
+			s += fmt.Sprintf("; all %d late ops reached the storage and were refused", c.Exposures)
+		}
+	case c.Admitted == c.Exposures:
+		if c.Exposures == 1 {
+			s += "; its late write was admitted"
+		} else {
+			s += fmt.Sprintf("; all %d late writes were admitted", c.Exposures)
+		}
+	case c.NotSent == c.Exposures:
+		if c.Exposures == 1 {
+			s += "; it saw its lease was gone and did not send its op"
+		} else {
+			s += fmt.Sprintf("; all %d saw their lease was gone and did not send their ops", c.Exposures)
+		}
+	default:
+		s += ": " + c.breakdown()
+	}
+	if aside := c.asideText(); aside != "" {
+		s += " (" + aside + ")"
+	}
+	return s
+}
+
+// breakdown lists the outcomes that occurred: "2 refused by the storage,
+// 1 admitted".
+func (c ExposureCounts) breakdown() string {
+	var parts []string
+	if c.Refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused by the storage", c.Refused))
+	}
+	if c.NotSent > 0 {
+		parts = append(parts, fmt.Sprintf("%d not sent (the client saw its lease was gone)", c.NotSent))
+	}
+	if c.Unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d of unknown outcome", c.Unknown))
+	}
+	if c.Admitted > 0 {
+		parts = append(parts, fmt.Sprintf("%d admitted", c.Admitted))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// asideText says what was at stake but not counted: superseded holders
+// that sent nothing late, and late ops that met nothing newer.
+func (c ExposureCounts) asideText() string {
+	var parts []string
+	if c.OutlivedIdle > 0 {
+		parts = append(parts, fmt.Sprintf("%s outlived by a successor but sent nothing late", words.PluralOf(c.OutlivedIdle, "more holder was", "more holders were")))
+	}
+	if c.Harmless > 0 {
+		parts = append(parts, fmt.Sprintf("%s late op reached the storage ahead of the newer holder or failed on its own", words.PluralOf(c.Harmless, "holder's", "holders'")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Short is the exposures as a compare cell or an index row says them:
+// "31 exposures, 31 refused", "4 exposures, 2 admitted, 2 refused", "0
+// exposures".
+func (c ExposureCounts) Short() string {
+	s := words.Plural(c.Exposures, "exposure")
+	if c.Exposures == 0 {
+		return s
+	}
+	var parts []string
+	if c.Admitted > 0 {
+		parts = append(parts, fmt.Sprintf("%d admitted", c.Admitted))
+	}
+	if c.Refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d refused", c.Refused))
+	}
+	if c.NotSent > 0 {
+		parts = append(parts, fmt.Sprintf("%d not sent", c.NotSent))
+	}
+	if c.Unknown > 0 {
+		parts = append(parts, fmt.Sprintf("%d unknown", c.Unknown))
+	}
+	return s + ", " + strings.Join(parts, ", ")
+}
+
+// BoundText is what the exposures say about the chance that one is
+// admitted, pooled over one run or many: with none admitted, the
+// one-sided 95 % Clopper–Pearson upper bound ("0 of 43 exposures
+// admitted: at most 6.7 % per exposure (95 %)"); with some, the rate and
+// its two-sided 95 % interval. Exposures of unknown outcome are left out
+// of the trials. "" when no exposure's outcome is known: there is nothing
+// to bound.
+func (c ExposureCounts) BoundText() string {
+	n := c.Decided()
+	if n == 0 {
+		return ""
+	}
+	if c.Admitted == 0 {
+		return fmt.Sprintf("0 of %d admitted: at most %s per exposure (95 %%)", n, pct(binomial.Upper(0, n, 0.95)))
+	}
+	lo, hi := binomial.Interval(c.Admitted, n, 0.95)
+	return fmt.Sprintf("%d of %d admitted: %s per exposure (95 %% interval %s–%s)", c.Admitted, n, pct(float64(c.Admitted)/float64(n)), strings.TrimSuffix(pct(lo), " %"), pct(hi))
+}
+
+// Bound is the numbers BoundText says: the admitted share of the decided
+// exposures and its 95 % bounds (the lower bound is 0 and the upper one
+// one-sided when none was admitted). ok is false when no exposure's
+// outcome is known.
+func (c ExposureCounts) Bound() (rate, lo, hi float64, ok bool) {
+	n := c.Decided()
+	if n == 0 {
+		return 0, 0, 1, false
+	}
+	if c.Admitted == 0 {
+		return 0, 0, binomial.Upper(0, n, 0.95), true
+	}
+	lo, hi = binomial.Interval(c.Admitted, n, 0.95)
+	return float64(c.Admitted) / float64(n), lo, hi, true
+}
+
+func pct(x float64) string {
+	s := strings.TrimSuffix(fmt.Sprintf("%.1f", 100*x), ".0")
+	return s + " %"
+}
