@@ -70,6 +70,12 @@ type Config struct {
 	// violation (then heal, final reads, check, report, as at the time
 	// limit).
 	StopOnViolation bool
+	// MinExposures is the least number of exposures (moments a superseded
+	// holder's late op met the storage; models.Exposures) a valid run
+	// needs; a run with fewer is unknown. When --min-exposures is not
+	// given, Defaults sets it: 1 under a fault aimed at a holder
+	// (nemesis.AimedAtHolders), else 0.
+	MinExposures int
 
 	// Command is the command line that reruns the test, for the report,
 	// quoted as a POSIX shell reads it; CommandArgv is the same as a list
@@ -174,6 +180,9 @@ func (c *Config) Defaults() {
 	if c.CheckMemory == 0 {
 		c.CheckMemory = DefaultCheckMemory()
 	}
+	if !c.Given["min-exposures"] {
+		c.MinExposures = DefaultMinExposures(c.Nemesis)
+	}
 	if c.OpTimeout == 0 {
 		// Longer than any pause the nemesis injects, so a paused client's
 		// op finishes for real (ok or fail) when it resumes, not as info.
@@ -274,6 +283,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PauseDuration <= 0 {
 		return registry.Flagf("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
+	}
+	if c.MinExposures < 0 {
+		return registry.Flagf("min-exposures", "must be 0 or more, got %d (0 lets a run that put safety at stake nowhere pass; 1 asks for at least one)", c.MinExposures)
 	}
 	if c.Given["pause-duration"] && !nemesis.Injects(c.Nemesis) {
 		return registry.Flagf("pause-duration", "--nemesis %s injects no faults, so nothing is paused or held; drop the flag, or add a fault to --nemesis", nemesis.None)

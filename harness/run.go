@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -374,6 +373,8 @@ func (r *run) check() {
 		runErrText = r.err.Error()
 	}
 	out.Result = Settle(out.Result, out.Incomplete, runErrText, r.sig.Abort.Err() != nil)
+	facts := models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))}
+	out.Result = Exposed(out.Result, r.events, facts, cfg.MinExposures)
 	if r.live.foundViolation() && out.Result.Verdict == models.Valid {
 		// Cannot happen: a violation in a prefix of the history stays one
 		// in the whole (an op still in flight was read as unknown, the most
@@ -452,55 +453,6 @@ func endHistory(rec *history.Recorder, done phasesDone, runErr error, logf func(
 	}
 }
 
-// Settle is the verdict of a run, from the check's result and how the run
-// went; `check report` settles a stored run the same way. A violation the
-// check found stands whatever happened: the history that shows it is real.
-// Anything else is unknown when the check was skipped (checkSkipped: a
-// second interrupt), the run could not be carried out (runErr), or the run
-// was incomplete (incomplete: the workload did not reach its time limit, or
-// the final reads did not happen or were cut short) — "no violation in the
-// seconds that ran" is information, not a verdict. Per-key results are
-// kept as they are.
-func Settle(res models.Result, incomplete, runErr string, checkSkipped bool) models.Result {
-	res = settleVerdict(res, incomplete, runErr, checkSkipped)
-	if res.Verdict != models.Unknown || (incomplete == "" && runErr == "" && !checkSkipped) {
-		return res // a finished run's keys are what its check found
-	}
-	// A key the check found valid in a run that did not finish was valid
-	// only in what was recorded: it is unknown, as the run is.
-	keys := slices.Clone(res.Keys)
-	for i := range keys {
-		if keys[i].Verdict == models.Valid {
-			keys[i].Verdict = models.Unknown
-			keys[i].Explanation = "no violation on this key in what was recorded, but the run did not finish"
-		}
-	}
-	res.Keys = keys
-	return res
-}
-
-// settleVerdict is Settle's run-level verdict and explanation.
-func settleVerdict(res models.Result, incomplete, runErr string, checkSkipped bool) models.Result {
-	if res.Verdict == models.Invalid {
-		return res
-	}
-	switch {
-	case checkSkipped:
-		res.Verdict = models.Unknown
-		res.Explanation = "the check was skipped: interrupted a second time"
-	case runErr != "":
-		res.Verdict = models.Unknown
-		res.Explanation = "the run did not complete: " + runErr
-	case incomplete != "" && res.Verdict == models.Valid:
-		res.Verdict = models.Unknown
-		res.Explanation = incomplete + ": no violation in what ran, but the run did not finish"
-	case incomplete != "":
-		// The check did not finish either: say both.
-		res.Explanation = incomplete + "; and " + res.Explanation
-	}
-	return res
-}
-
 // sysInfo describes the system for the report; a system that could not be
 // set up is described by its test id alone.
 func sysInfo(sys System, testID string) map[string]string {
@@ -535,6 +487,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},
+		{Name: "min-exposures", Value: fmt.Sprint(cfg.MinExposures)},
 	}
 	for _, o := range registry.Options() {
 		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})

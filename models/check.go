@@ -64,6 +64,9 @@ type Result struct {
 	Verdict     Verdict     `json:"verdict"`
 	Keys        []KeyResult `json:"keys"`
 	Explanation string      `json:"explanation,omitempty"`
+	// Exposures are the moments safety was at stake (exposure.go); nil
+	// until WithExposures counts them.
+	Exposures *Exposures `json:"exposures,omitempty"`
 }
 
 // Options tune a check.

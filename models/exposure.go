@@ -402,18 +402,24 @@ func (c ExposureCounts) Text() string {
 	case c.Refused == c.Exposures:
 		if c.Exposures == 1 {
 			s += "; its late op reached the storage and was refused"
+		} else if c.Exposures == 2 {
+			s += "; both late ops reached the storage and were refused"
 		} else {
 			s += fmt.Sprintf("; all %d late ops reached the storage and were refused", c.Exposures)
 		}
 	case c.Admitted == c.Exposures:
 		if c.Exposures == 1 {
 			s += "; its late write was admitted"
+		} else if c.Exposures == 2 {
+			s += "; both late writes were admitted"
 		} else {
 			s += fmt.Sprintf("; all %d late writes were admitted", c.Exposures)
 		}
 	case c.NotSent == c.Exposures:
 		if c.Exposures == 1 {
 			s += "; it saw its lease was gone and did not send its op"
+		} else if c.Exposures == 2 {
+			s += "; both saw their lease was gone and did not send their ops"
 		} else {
 			s += fmt.Sprintf("; all %d saw their lease was gone and did not send their ops", c.Exposures)
 		}
@@ -520,4 +526,29 @@ func (c ExposureCounts) Bound() (rate, lo, hi float64, ok bool) {
 func pct(x float64) string {
 	s := strings.TrimSuffix(fmt.Sprintf("%.1f", 100*x), ".0")
 	return s + " %"
+}
+
+// NotExercised is the words for a run that put safety at stake nowhere.
+const NotExercised = "no holder outlived its lease, so this run cannot tell a safe lock from an unsafe one"
+
+// WithExposures attaches a run's exposures to its result, made to agree
+// with its verdict (Reconcile), and holds a valid verdict to min: a run
+// with fewer exposures than min could not tell a safe lock from an unsafe
+// one, and is unknown. A verdict that is not valid stays as it is: a
+// violation found is a violation, however few the exposures.
+func (res Result) WithExposures(x Exposures, min int) Result {
+	x = x.Reconcile(res.Verdict)
+	res.Exposures = &x
+	if res.Verdict != Valid || x.Exposures >= min {
+		return res
+	}
+	res.Verdict = Unknown
+	res.Explanation = fmt.Sprintf("%s, fewer than --min-exposures %d: %s", words.Plural(x.Exposures, "exposure"), min, NotExercised)
+	if x.Exposures > 0 {
+		res.Explanation = fmt.Sprintf("%s, fewer than --min-exposures %d: too few moments put safety at stake to believe a pass", words.Plural(x.Exposures, "exposure"), min)
+	}
+	if x.Reason != "" {
+		res.Explanation += " (" + x.Reason + ")"
+	}
+	return res
 }

@@ -170,7 +170,7 @@ func TestExposureTexts(t *testing.T) {
 	}{
 		{ExposureCounts{Exposures: 4, Refused: 4}, "4 holders outlived their lease; all 4 late ops reached the storage and were refused", "4 exposures, 4 refused"},
 		{ExposureCounts{Exposures: 3, Refused: 1, NotSent: 1, Admitted: 1}, "3 holders outlived their lease: 1 refused by the storage, 1 not sent (the client saw its lease was gone), 1 admitted", "3 exposures, 1 admitted, 1 refused, 1 not sent"},
-		{ExposureCounts{Exposures: 2, NotSent: 2, OutlivedIdle: 1}, "2 holders outlived their lease; all 2 saw their lease was gone and did not send their ops (1 more holder was outlived by a successor but sent nothing late)", "2 exposures, 2 not sent"},
+		{ExposureCounts{Exposures: 2, NotSent: 2, OutlivedIdle: 1}, "2 holders outlived their lease; both saw their lease was gone and did not send their ops (1 more holder was outlived by a successor but sent nothing late)", "2 exposures, 2 not sent"},
 		{ExposureCounts{}, "no holder outlived its lease and then acted", "0 exposures"},
 	}
 	for _, c := range cases {

@@ -42,7 +42,7 @@ func NoExposureReason(c ExposureCounts, f RunFacts) string {
 	}
 	asked := slices.DeleteFunc(slices.Clone(f.Nemesis), func(s string) bool { return s == "" || s == "none" })
 	if len(asked) == 0 {
-		return "no fault was asked for (--nemesis none)"
+		return "no fault was asked for: --nemesis none"
 	}
 	injected := map[string]int{}
 	for _, ft := range f.Faults {

@@ -90,7 +90,7 @@ var (
 
 func init() {
 	Register(Kind{Name: "clock-jump", Summary: "jump the wall clock of some servers (--clock-targets) by --clock-offset while a holder's write is under way; heal jumps it back",
-		Needs: Needs{Docker: true, Servers: 1, CutsClient: true}, Flags: []Flag{offsetFlag, targetsFlag},
+		Needs: Needs{Docker: true, Servers: 1, CutsClient: true}, Flags: []Flag{offsetFlag, targetsFlag}, AimsAtHolder: true,
 		Check: checkClockJump, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			j := &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
@@ -116,7 +116,7 @@ func init() {
 			return &ClockStrobe{clocks: newClocks(env), Period: period}, nil
 		}})
 	Register(Kind{Name: "clock-jump-quorum", Summary: "Kleppmann's Redlock case: cut the lock's next holder off from a minority of servers and, while it writes, jump one of its majority's clocks",
-		Needs: Needs{Docker: true, Servers: 3, CutsClient: true}, Flags: []Flag{offsetFlag},
+		Needs: Needs{Docker: true, Servers: 3, CutsClient: true}, Flags: []Flag{offsetFlag}, AimsAtHolder: true,
 		Check: checkClock, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			q := &ClockJumpQuorum{clocks: newClocks(env), SlotOf: env.SlotOf, Hold: env.Hold, MaxWait: HoldPause(env.Settings)}

@@ -70,7 +70,9 @@ func registerPartition(name string, shapes []Shape, summary string) {
 		needs.Leader = needs.Leader || s == IsolatePrimary
 		needs.CutsClient = needs.CutsClient || s == ClientFromServers || s == ClientFromStorage
 	}
-	Register(Kind{Name: name, Summary: summary, Needs: needs,
+	// A cut of the holder's own client is aimed at the holder.
+	aims := slices.Contains(shapes, ClientFromServers) || slices.Contains(shapes, ClientFromStorage)
+	Register(Kind{Name: name, Summary: summary, Needs: needs, AimsAtHolder: aims,
 		Check: func(s Settings) error {
 			if len(PossibleShapes(shapes, s.Servers)) == 0 {
 				return fmt.Errorf("%s cuts the lock service's servers apart, and backend %s runs on %s here: nothing to cut (partition-client and partition-client-storage work here)",

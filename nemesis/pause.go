@@ -18,7 +18,7 @@ func init() {
 			return &Pause{Label: "pause", Freezer: env.Freezer, Targets: env.Slots}, nil
 		}})
 	Register(Kind{Name: "pause-holder", Summary: "freeze a lease holder between its last lease check and its write, past its lease",
-		Needs: Needs{CutsClient: true}, Hold: HoldPause,
+		Needs: Needs{CutsClient: true}, Hold: HoldPause, AimsAtHolder: true,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Hold: env.Hold}
 			env.Observe(ph.Observe)

@@ -55,6 +55,11 @@ type Kind struct {
 	Summary string
 	// Needs is what the fault needs of the cluster.
 	Needs Needs
+	// AimsAtHolder: the fault waits for a lease holder and strikes it at
+	// the moment that makes it outlive its lease, so a run under it that
+	// put safety at stake nowhere missed its point, and by default is not
+	// a pass (--min-exposures; see AimedAtHolders).
+	AimsAtHolder bool
 	// Hold is how long each injection stays applied, from the run's
 	// settings: HoldPause or HoldLonger (the default when nil).
 	Hold func(Settings) time.Duration
@@ -250,6 +255,18 @@ func init() {
 func Lookup(name string) (Kind, bool) {
 	k, ok := kinds[name]
 	return k, ok
+}
+
+// AimedAtHolders reports whether any of the named faults aims at a lease
+// holder (Kind.AimsAtHolder): the faults under which a run with no
+// exposure is unknown by default.
+func AimedAtHolders(names []string) bool {
+	for _, n := range names {
+		if kinds[n].AimsAtHolder {
+			return true
+		}
+	}
+	return false
 }
 
 // Names lists every fault's word: none first, then by name.

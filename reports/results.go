@@ -29,6 +29,10 @@ type Results struct {
 	Stats Stats              `json:"stats"`
 	// Damage is how much harm the run did, over the run and per key.
 	Damage models.Damage `json:"damage"`
+	// Exposures are the moments safety was at stake and how each ended
+	// (docs/results.md); absent from runs checked before they were
+	// counted.
+	Exposures *models.Exposures `json:"exposures,omitempty"`
 	// Params are everything needed to rerun the test, in order.
 	Params []Param `json:"params"`
 	// Command is the exact command line that reruns it, seed included,
@@ -82,7 +86,7 @@ type ExpiredGrants struct {
 func MakeResults(r *Run) Results {
 	return Results{
 		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
-		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
+		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Exposures: r.Result.Exposures, Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
 		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers, ExpiredGrants: r.ExpiredGrants,

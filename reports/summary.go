@@ -36,6 +36,9 @@ func Summary(w io.Writer, r *Run) {
 		st.Fenced, st.LeasesLost, words.Plural(st.Overlaps, "time"), st.AcquireMillis.P50, st.AcquireMillis.P99)
 	dmg := models.ComputeDamage(r.Ops)
 	fmt.Fprintf(w, "  damage: %s\n", dmg.Text())
+	if x := r.Result.Exposures; x != nil {
+		fmt.Fprintf(w, "  exposures: %s\n", ExposureLine(x))
+	}
 	KeyLines(w, "  ", r.Result.Keys)
 	if r.Interrupted {
 		fmt.Fprintln(w, "  the run was interrupted by a signal: the history ends where it stopped")
@@ -65,11 +68,53 @@ func Summary(w io.Writer, r *Run) {
 func VerdictLine(res models.Result) string {
 	switch res.Verdict {
 	case models.Valid:
-		return "VALID: every key's history is consistent with correctly fenced storage."
+		x := res.Exposures
+		switch {
+		case x == nil:
+			return "VALID: every key's history is consistent with correctly fenced storage."
+		case x.Exercised():
+			return "VALID: " + x.Text() + "."
+		}
+		return "VALID, but not exercised: " + NotExercisedText(x) + "."
 	case models.Invalid:
-		return "INVALID: " + Headline(res)
+		return "INVALID: " + Headline(res) + AdmittedText(res.Exposures)
 	}
 	return "UNKNOWN: " + Headline(res)
+}
+
+// NotExercisedText says why a valid run proves little: no holder
+// outlived its lease, and the likely reason when one is known.
+func NotExercisedText(x *models.Exposures) string {
+	s := models.NotExercised
+	if x != nil && x.Reason != "" {
+		s += " (" + x.Reason + ")"
+	}
+	return s
+}
+
+// AdmittedText is what an invalid verdict adds about its exposures: " (2
+// of 3 exposures admitted)"; "" when they were not counted.
+func AdmittedText(x *models.Exposures) string {
+	switch {
+	case x == nil:
+		return ""
+	case x.Exposures == 0:
+		return " (no exposure: no superseded holder's late op met the storage; the violation is of another kind)"
+	}
+	return fmt.Sprintf(" (%d of %s admitted)", x.Admitted, words.Plural(x.Exposures, "exposure"))
+}
+
+// ExposureLine is the summary's line on the exposures: their outcomes,
+// the holders outlived without a late op, and the bound on admission.
+func ExposureLine(x *models.Exposures) string {
+	s := x.Short()
+	if x.Harmless > 0 || x.OutlivedIdle > 0 {
+		s += fmt.Sprintf(" (aside: %d harmless, %d outlived idle)", x.Harmless, x.OutlivedIdle)
+	}
+	if b := x.BoundText(); b != "" {
+		s += "; " + b
+	}
+	return s
 }
 
 // maxListedKeys: with more keys than this, the summary lists only the keys

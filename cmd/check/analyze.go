@@ -21,6 +21,7 @@ import (
 func newAnalyzeCmd() *cobra.Command {
 	var timeout time.Duration
 	var memory int64
+	var minExposures int
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
 		Short: "Re-check a saved history (history.jsonl) without re-running anything",
@@ -41,6 +42,9 @@ or a flag is out of range.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTimeoutValid(timeout); err != nil {
+				return err
+			}
+			if err := minExposuresValid(minExposures); err != nil {
 				return err
 			}
 			path := args[0]
@@ -85,10 +89,22 @@ or a flag is out of range.`,
 				fmt.Fprintf(out, "%s: %s\n", path, read.Unfinished)
 				res = harness.Settle(res, read.Unfinished, "", false)
 			}
+			if abort.Err() == nil {
+				// A second pass counts the exposures as a stream, in
+				// memory that does not grow with the history.
+				if x, faults, err := countExposures(path); err == nil {
+					res = harness.Exposures(res, x, models.RunFacts{Faults: faults}, minExposures)
+				} else {
+					fmt.Fprintf(out, "%s: exposures not counted: %v\n", path, err)
+				}
+			}
 			if abort.Err() != nil && res.Verdict != models.Invalid {
 				res.Verdict, res.Explanation = models.Unknown, context.Cause(abort).Error()
 			}
 			reports.KeyLines(out, "", res.Keys)
+			if x := res.Exposures; x != nil {
+				fmt.Fprintf(out, "exposures: %s\n", reports.ExposureLine(x))
+			}
 			fmt.Fprintf(out, "%s: %d events checked in %s\n", path, read.Events, time.Since(start).Round(time.Millisecond))
 			fmt.Fprintln(out, reports.VerdictLine(res))
 			return &exitError{harness.ExitCode(res.Verdict), fmt.Errorf("")}
@@ -96,8 +112,31 @@ or a flag is out of range.`,
 	}
 	addCheckTimeoutFlag(cmd.Flags(), &timeout)
 	addCheckMemoryFlag(cmd.Flags(), &memory)
+	addMinExposuresFlag(cmd.Flags(), &minExposures, "default 0: a bare history does not say which faults it was under")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
+}
+
+// countExposures reads the history at path once more as a stream and
+// counts its exposures; it keeps the fault intervals (few) to say why
+// there were none.
+func countExposures(path string) (models.Exposures, []history.Fault, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return models.Exposures{}, nil, err
+	}
+	defer f.Close()
+	c := models.NewExposureCounter()
+	var nemesisEvents []history.Event
+	_, err = history.LoadEach(f, func(e history.Event) error {
+		c.Add(e)
+		if e.IsNemesis() {
+			nemesisEvents = append(nemesisEvents, e)
+		}
+		return nil
+	})
+	_, faults := history.Pair(nemesisEvents)
+	return c.Result(), faults, err
 }
 
 // historyErr says why the history file at path cannot be read: a line

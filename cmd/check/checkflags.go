@@ -51,3 +51,17 @@ func checkSignals() (context.Context, func()) {
 		cancel(nil)
 	}
 }
+
+// addMinExposuresFlag defines --min-exposures on the commands that
+// re-check a stored history; def says where the default comes from.
+func addMinExposuresFlag(fs *pflag.FlagSet, v *int, def string) {
+	fs.IntVar(v, "min-exposures", 0, "a history with fewer exposures than this (moments a superseded lease holder's late op met the storage) is unknown, not valid ("+def+"; docs/results.md)")
+}
+
+// minExposuresValid refuses a negative --min-exposures.
+func minExposuresValid(n int) error {
+	if n < 0 {
+		return &exitError{harness.ExitUsage, fmt.Errorf("--min-exposures: must be 0 or more, got %d (0 lets a history that put safety at stake nowhere pass; 1 asks for at least one)", n)}
+	}
+	return nil
+}

@@ -22,6 +22,7 @@ func newReportCmd() *cobra.Command {
 	var timeout time.Duration
 	var memory int64
 	var junit string
+	var minExposures int
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Regenerate report.html, results.json and linearizability.html of a stored run",
@@ -44,6 +45,9 @@ reported beside the verdict, whose exit code stands.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkTimeoutValid(timeout); err != nil {
+				return err
+			}
+			if err := minExposuresValid(minExposures); err != nil {
 				return err
 			}
 			if err := harness.CheckJUnitPath(junit); err != nil {
@@ -77,6 +81,11 @@ reported beside the verdict, whose exit code stands.`,
 			// neither is one whose history shows it did not finish,
 			// whatever its results.json said.
 			run.Result = harness.Settle(run.Result, run.NotFinished(), run.Error, false)
+			min := harness.MinExposuresOf(run.Params)
+			if cmd.Flags().Changed("min-exposures") {
+				min = minExposures
+			}
+			run.Result = harness.Exposed(run.Result, run.Events, harness.RunFactsOf(run.Params, run.Ops, run.Faults, run.End()), min)
 			if abort.Err() != nil && run.Result.Verdict != models.Invalid {
 				run.Result.Verdict, run.Result.Explanation = models.Unknown, context.Cause(abort).Error()
 			}
@@ -108,6 +117,7 @@ reported beside the verdict, whose exit code stands.`,
 	addCheckTimeoutFlag(cmd.Flags(), &timeout)
 	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML (one test case per key) to this file")
+	addMinExposuresFlag(cmd.Flags(), &minExposures, "default: what the run was held to (its results.json's parameters)")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

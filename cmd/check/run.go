@@ -176,6 +176,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
 	addCheckMemoryFlag(f, &cfg.CheckMemory)
 	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
+	f.IntVar(&cfg.MinExposures, "min-exposures", 0, "a run with fewer exposures than this (moments a superseded lease holder's late op met the storage) is unknown (exit 2), not valid (default 1 under a fault aimed at a holder: "+aimedFaults()+"; else 0; docs/results.md)")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", runstore.DefaultRoot, "directory for the runs' results")
 	// Each backend's own flags (e.g. --redis-persistence), as it describes them.
@@ -201,6 +202,17 @@ func faultNames() string { return strings.Join(nemesis.Names(), ", ") }
 
 // faultHelp is --help's list of faults, each with its summary.
 func faultHelp() string { return "\n\nFaults (--nemesis):\n" + strings.TrimRight(nemesis.Help(), "\n") }
+
+// aimedFaults lists the faults aimed at a lease holder.
+func aimedFaults() string {
+	var out []string
+	for _, n := range nemesis.Names() {
+		if nemesis.AimedAtHolders([]string{n}) {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
 
 // faultFlags are the faults' own flags.
 func faultFlags() []nemesis.Flag { return nemesis.Flags() }
