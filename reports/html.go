@@ -89,6 +89,13 @@ type reportView struct {
 	KeyColors []struct{ Key, Color string }
 	// MoreInvalid counts the invalid keys whose story is left out.
 	MoreInvalid int
+	// Exposures says what a valid verdict tested, or that the run tested
+	// nothing (Unexercised), or how many of an invalid run's exposures
+	// were admitted; ExposureBound is the bound on admission. "" when the
+	// run's exposures were not counted.
+	Exposures     string
+	ExposureBound string
+	Unexercised   bool
 	// Damage is the run's damage in one line; DamageKeys its keys', when
 	// there are several.
 	Damage     string
@@ -164,6 +171,15 @@ func WriteHTML(w io.Writer, r *Run) error {
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
 	}
 	v.Damage = clean(res.Damage.Text())
+	if x := r.Result.Exposures; x != nil {
+		sr := StoredRun{Verdict: r.Result.Verdict, Exposures: x}
+		v.Unexercised = sr.Unexercised()
+		v.Exposures = clean(sr.ExposureText())
+		if r.Result.Verdict == models.Invalid {
+			v.Exposures = clean(capitalize(strings.TrimSuffix(strings.TrimPrefix(AdmittedText(x), " ("), ")")) + ".")
+		}
+		v.ExposureBound = clean(x.BoundText())
+	}
 	if sv := r.Servers; sv != nil {
 		c := &Servers{Summary: clean(sv.Summary), Query: clean(sv.Query)}
 		for _, n := range sv.Nodes {

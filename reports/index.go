@@ -38,6 +38,9 @@ type StoredRun struct {
 	Command     string
 	Interrupted bool
 	Error       string
+	// Exposures are what results.json says of them; nil for a run
+	// checked before they were counted.
+	Exposures *models.Exposures
 	// Problem says why results.json could not be read, if it could not.
 	Problem string
 	// Files lists the run's files the index links to, in a fixed order.
@@ -81,7 +84,7 @@ func readStoredRun(root fs.FS, d runstore.RunDir) StoredRun {
 		return r
 	}
 	r.Verdict, r.Explanation, r.DurationS, r.Events = res.Verdict, res.Explanation, res.DurationS, res.Events
-	r.Command, r.Interrupted, r.Error = res.Command, res.Interrupted, res.Error
+	r.Command, r.Interrupted, r.Error, r.Exposures = res.Command, res.Interrupted, res.Error, res.Exposures
 	if t, err := time.Parse(runstore.TimeLayout, res.Started); err == nil {
 		r.Started = t
 	}
@@ -110,6 +113,27 @@ func unfinishedTail(root fs.FS, dir string) string {
 		return "its history.jsonl does not end with the end event (the run was killed, crashed or interrupted, or a fencecheck older than the end event recorded it)"
 	}
 	return ""
+}
+
+// Unexercised reports a valid run that put safety at stake nowhere.
+func (r StoredRun) Unexercised() bool {
+	return r.Verdict == models.Valid && r.Exposures != nil && !r.Exposures.Exercised()
+}
+
+// ExposureText is what the index says of a run's exposures: what its
+// valid verdict tested (or that it tested nothing), how many of an
+// invalid run's exposures were admitted, the count of an unknown one.
+func (r StoredRun) ExposureText() string {
+	x := r.Exposures
+	switch {
+	case x == nil:
+		return ""
+	case r.Unexercised():
+		return "Not exercised: " + NotExercisedText(x) + "."
+	case r.Verdict == models.Valid:
+		return capitalize(x.Text()) + "."
+	}
+	return capitalize(x.Short()) + "."
 }
 
 type indexRow struct {

@@ -84,6 +84,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 	}
 	suite.Properties = append(suite.Properties, r.Servers.junitProperties()...)
 	suite.Properties = append(suite.Properties, damageProperties(models.ComputeDamage(r.Ops))...)
+	suite.Properties = append(suite.Properties, exposureProperties(r.Result)...)
 	where := rerunText(r)
 	class := "fencecheck." + clean(r.Name)
 	storage := storageOpsByKey(r.Ops)
@@ -113,7 +114,17 @@ func WriteJUnit(w io.Writer, r *Run) error {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
-	if r.Error != "" || r.NotFinished() != "" || len(r.Result.Keys) == 0 {
+	if c, ok := exposureCase(r.Result, class, where); ok {
+		if c.Skipped != nil {
+			suite.Skipped++
+		}
+		suite.Cases = append(suite.Cases, c)
+	}
+	keysPass := true
+	for _, k := range r.Result.Keys {
+		keysPass = keysPass && k.Verdict == models.Valid
+	}
+	if r.Error != "" || r.NotFinished() != "" || len(r.Result.Keys) == 0 || (r.Result.Verdict == models.Unknown && keysPass) {
 		msg := r.Error
 		if msg == "" && r.NotFinished() != "" && r.Result.Verdict == models.Invalid {
 			msg = "the run did not finish: " + r.NotFinished()
@@ -175,6 +186,54 @@ func storageOpsByKey(ops []history.Op) map[string]int {
 		}
 	}
 	return out
+}
+
+// exposureProperties are the run's exposures as suite properties: the
+// sentence its verdict says, each count, and the bound on admission.
+func exposureProperties(res models.Result) []junitProperty {
+	x := res.Exposures
+	if x == nil {
+		return nil
+	}
+	text := x.Text()
+	if !x.Exercised() {
+		text = "not exercised: " + NotExercisedText(x)
+	}
+	ps := []junitProperty{
+		{"exposures", clean(text)},
+		{"exposures.count", fmt.Sprint(x.Exposures)},
+		{"exposures.admitted", fmt.Sprint(x.Admitted)},
+		{"exposures.refused", fmt.Sprint(x.Refused)},
+		{"exposures.not_sent", fmt.Sprint(x.NotSent)},
+		{"exposures.unknown", fmt.Sprint(x.Unknown)},
+	}
+	if b := x.BoundText(); b != "" {
+		ps = append(ps, junitProperty{"exposures.bound", clean(b)})
+	}
+	return ps
+}
+
+// exposureCase is the test case "exposures" of a run whose keys were all
+// valid: it passes with the exposures in its output when the run put
+// safety at stake, and is skipped, saying so, when it did not (a run held
+// to --min-exposures fails as a whole in the case "run" instead).
+func exposureCase(res models.Result, class, where string) (junitCase, bool) {
+	x := res.Exposures
+	if x == nil || res.Verdict != models.Valid {
+		return junitCase{}, false
+	}
+	c := junitCase{Name: "exposures", Classname: class, Time: "0.000"}
+	if !x.Exercised() {
+		c.Skipped = &junitOutcome{Message: clean("not exercised: " + NotExercisedText(x))}
+		c.SystemOut = where
+		return c, true
+	}
+	out := x.Text() + "\n"
+	if b := x.BoundText(); b != "" {
+		out += b + "\n"
+	}
+	c.SystemOut = clean(out) + where
+	return c, true
 }
 
 // damageProperties are the run's damage figures as suite properties: the

@@ -47,9 +47,26 @@ func StepSummary(r *Run) string {
 	if icon == "" {
 		icon = "⚠️"
 	}
-	fmt.Fprintf(&b, "### %s fencecheck %s: %s\n\n", icon, md(r.Name), strings.ToUpper(string(r.Result.Verdict)))
+	x := r.Result.Exposures
+	verdict := strings.ToUpper(string(r.Result.Verdict))
+	if r.Result.Verdict == models.Valid && x != nil && !x.Exercised() {
+		icon, verdict = "⚠️", "VALID, but not exercised"
+	}
+	fmt.Fprintf(&b, "### %s fencecheck %s: %s\n\n", icon, md(r.Name), verdict)
 	if h := Headline(r.Result); h != "" {
-		fmt.Fprintf(&b, "%s\n\n", md(h))
+		fmt.Fprintf(&b, "%s\n\n", md(h+AdmittedText(onlyIf(r.Result.Verdict == models.Invalid, x))))
+	}
+	if r.Result.Verdict == models.Valid && x != nil {
+		if x.Exercised() {
+			fmt.Fprintf(&b, "%s.\n\n", md(capitalize(x.Text())))
+		} else {
+			fmt.Fprintf(&b, "%s.\n\n", md(capitalize(NotExercisedText(x))))
+		}
+	}
+	if x != nil {
+		if bound := x.BoundText(); bound != "" {
+			fmt.Fprintf(&b, "Exposures: %s; %s.\n\n", md(x.Short()), md(bound))
+		}
 	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "The run did not complete: %s\n\n", md(r.Error))
@@ -113,6 +130,14 @@ func StepSummary(r *Run) string {
 		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, runstore.ReportFile)))
 	}
 	return b.String()
+}
+
+// onlyIf is x when cond holds, else nil.
+func onlyIf(cond bool, x *models.Exposures) *models.Exposures {
+	if cond {
+		return x
+	}
+	return nil
 }
 
 // md escapes text for Markdown (and the HTML GitHub allows in it) so it
