@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func param(r reports.Results, name string) string {
 	return "<none>"
 }
 
-var testLine = regexp.MustCompile(`(?m)^test (\d+)/(\d+): (\w+), seed (\d+), (\S+)/report\.html$`)
+var testLine = regexp.MustCompile(`(?m)^test (\d+)/(\d+): (\w+), seed (\d+), (?:(\d+) exposures?[^/]*, )?(\S+)/report\.html$`)
 
 // --test-count stops at the first run that is not valid.
 func TestTestCountStopsAtTheFirstInvalidRun(t *testing.T) {
@@ -83,18 +84,33 @@ func TestTestCountKeepGoingAndConcurrency(t *testing.T) {
 		if l[1] != fmt.Sprint(i+1) || l[2] != "3" || l[4] != fmt.Sprint(70+i) {
 			t.Errorf("line %d: %q", i, l[0])
 		}
-		dirs[l[5]] = true
-		res := readResults(t, l[5])
+		dirs[l[6]] = true
+		res := readResults(t, l[6])
 		if string(res.Verdict) != l[3] {
-			t.Errorf("%s: results.json says %s, the line %s", l[5], res.Verdict, l[3])
+			t.Errorf("%s: results.json says %s, the line %s", l[6], res.Verdict, l[3])
 		}
 		if param(res, "seed") != fmt.Sprint(70+i) || param(res, "clients") != "2" || param(res, "nodes") != "1" {
-			t.Errorf("%s: seed %s clients %s nodes %s, want %d, 2 and 1", l[5], param(res, "seed"), param(res, "clients"), param(res, "nodes"), 70+i)
+			t.Errorf("%s: seed %s clients %s nodes %s, want %d, 2 and 1", l[6], param(res, "seed"), param(res, "clients"), param(res, "nodes"), 70+i)
 		}
 		if strings.Contains(res.Command, "--test-count") || strings.Contains(res.Command, "--keep-going") ||
 			strings.Contains(res.Command, "--concurrency") || !strings.Contains(res.Command, "--clients 2") {
-			t.Errorf("%s: the rerun command %q is not one test with --clients 2", l[5], res.Command)
+			t.Errorf("%s: the rerun command %q is not one test with --clients 2", l[6], res.Command)
 		}
+	}
+	// The exposures pooled over the tests are the sum of each test's.
+	sum := 0
+	for _, l := range lines {
+		n, err := strconv.Atoi(l[5])
+		if err != nil {
+			t.Fatalf("test line %q names no exposures", l[0])
+		}
+		if res := readResults(t, l[6]); res.Exposures == nil || res.Exposures.Exposures != n {
+			t.Errorf("%s: results.json's exposures %+v, the line %d", l[6], res.Exposures, n)
+		}
+		sum += n
+	}
+	if want := fmt.Sprintf("exposures pooled over 3 tests: %d exposure", sum); !strings.Contains(out, want) {
+		t.Errorf("no pooled line %q:\n%s", want, out)
 	}
 	if len(dirs) != 3 {
 		t.Errorf("the tests shared directories: %v", dirs)
@@ -149,7 +165,7 @@ func TestRepeatExitCodeIsTheWorst(t *testing.T) {
 		ran := 0
 		var b strings.Builder
 		err := repeat(&b, len(c.codes), c.keepGoing, 100, func() bool { return c.stopAfter > 0 && ran >= c.stopAfter },
-			func(i int, seed int64) (int, string, error) {
+			func(i int, seed int64) testResult {
 				ran++
 				if seed != 100+int64(i-1) {
 					t.Errorf("%s: test %d got seed %d", c.name, i, seed)
@@ -157,11 +173,11 @@ func TestRepeatExitCodeIsTheWorst(t *testing.T) {
 				code := c.codes[i-1]
 				switch code {
 				case harness.ExitFailed:
-					return code, "", failure
+					return testResult{code: code, err: failure}
 				case harness.ExitUsage:
-					return code, "", usageErr("--clients: 0 is out of range")
+					return testResult{code: code, err: usageErr("--clients: 0 is out of range")}
 				}
-				return code, fmt.Sprintf("store/t/%d", i), nil
+				return testResult{code: code, dir: fmt.Sprintf("store/t/%d", i)}
 			})
 		got := 0
 		var ee *exitError

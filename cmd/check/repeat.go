@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -66,17 +67,24 @@ func junitFor(path string, i, count int) string {
 // one carries out test i with the seed given and returns its exit code,
 // its store directory and, when it could not be carried out, why.
 func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() bool,
-	one func(i int, seed int64) (code int, dir string, err error)) error {
+	one func(i int, seed int64) testResult) error {
 	worst, worstErr := harness.ExitValid, error(nil)
 	tally := map[string]int{}
 	done := 0
+	var pooled models.ExposureCounts
+	counted := 0
 	for i := 1; i <= count; i++ {
 		seed := base + int64(i-1)
-		code, dir, err := one(i, seed)
+		tr := one(i, seed)
+		code, dir, err := tr.code, tr.dir, tr.err
 		if code == harness.ExitUsage {
 			return err
 		}
 		done++
+		if tr.exposures != nil {
+			pooled.Add(*tr.exposures)
+			counted++
+		}
 		word := outcomeWord(code)
 		tally[word]++
 		if severity(code) > severity(worst) {
@@ -84,6 +92,9 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 		}
 		if count > 1 {
 			line := fmt.Sprintf("test %d/%d: %s, seed %d", i, count, word, seed)
+			if tr.exposures != nil {
+				line += ", " + tr.exposures.Short()
+			}
 			if dir != "" {
 				line += ", " + filepath.Join(dir, runstore.ReportFile)
 			}
@@ -114,6 +125,9 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 			how = "; stopped at the first test that was not valid (--keep-going runs them all)"
 		}
 		fmt.Fprintf(w, "%d of %d tests run: %s%s\n", done, count, strings.Join(parts, ", "), how)
+		if counted > 0 {
+			fmt.Fprintf(w, "exposures pooled over %s: %s\n", words.Plural(counted, "test"), pooledText(pooled))
+		}
 	}
 	if worst == harness.ExitValid {
 		return nil
@@ -122,6 +136,30 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 		worstErr = fmt.Errorf("")
 	}
 	return &exitError{worst, worstErr}
+}
+
+// testResult is what one test of --test-count gives the loop: its exit
+// code, its store directory, why it could not be carried out (if it
+// could not), and its exposures (nil when it never got to count them).
+type testResult struct {
+	code      int
+	dir       string
+	err       error
+	exposures *models.ExposureCounts
+}
+
+// pooledText is the exposures of several tests, pooled: the counts and
+// the exact bound on the chance that an exposure is admitted, or that no
+// test put safety at stake.
+func pooledText(c models.ExposureCounts) string {
+	if !c.Exercised() {
+		return "0 exposures: " + models.NotExercised
+	}
+	s := c.Short()
+	if b := c.BoundText(); b != "" {
+		s += "; " + b
+	}
+	return s
 }
 
 func outcomeWord(code int) string {

@@ -124,7 +124,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		}
 	}()
 	return repeat(cmd.OutOrStdout(), testCount, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
-		func(i int, seed int64) (int, string, error) {
+		func(i int, seed int64) testResult {
 			c := *cfg
 			c.Seed = seed
 			c.CommandArgv = commandLine(cmd, seed)
@@ -133,16 +133,20 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			out, err := clusters.Run(sig, c, cmd.OutOrStdout())
 			if err != nil {
 				if _, ok := err.(*harness.UsageError); ok {
-					return harness.ExitUsage, "", err
+					return testResult{code: harness.ExitUsage, err: err}
 				}
 				dir := ""
 				if out != nil && out.Dir != "" {
 					dir = out.Dir
 					err = fmt.Errorf("%w\n(what was recorded is in %s)", err, out.Dir)
 				}
-				return harness.ExitFailed, dir, err
+				return testResult{code: harness.ExitFailed, dir: dir, err: err}
 			}
-			return harness.ExitCode(out.Result.Verdict), out.Dir, nil
+			tr := testResult{code: harness.ExitCode(out.Result.Verdict), dir: out.Dir}
+			if x := out.Result.Exposures; x != nil {
+				tr.exposures = &x.ExposureCounts
+			}
+			return tr
 		})
 }
 
