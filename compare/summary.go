@@ -70,6 +70,7 @@ func AggregateCell(fault string, runs []result.CompareRun) result.CompareCell {
 		med := median(lost)
 		c.MedianLostShare = &med
 	}
+	c.PoolExposures()
 	return c
 }
 
@@ -132,6 +133,10 @@ func summarizeRun(cfg harness.Config, root string, out *harness.Outcome, runErr 
 	if g := out.Report.ExpiredGrants; g != nil && g.Counted {
 		n := g.Count
 		r.ExpiredGrants, r.Grants = &n, g.Grants
+	}
+	if x := out.Result.Exposures; x != nil {
+		counts := x.ExposureCounts
+		r.Exposures = &counts
 	}
 	ops := out.Report.Ops
 	acq := reports.ComputeStats(ops).Ops[history.Acquire]

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -67,5 +68,36 @@ func TestARunIsSummarizedFromItsOutcomeInMemory(t *testing.T) {
 	failed := summarizeRun(cfg, root, nil, os.ErrPermission, time.Second)
 	if failed.Verdict != "error" || failed.Error == "" || failed.AcquireOK != 0 {
 		t.Errorf("failed run %+v", failed)
+	}
+}
+
+// A cell's exposures are its runs' summed, and the bound is taken over
+// the pool; a run that never counted them (it ended before its check)
+// adds nothing.
+func TestACellPoolsItsRunsExposures(t *testing.T) {
+	runs := []result.CompareRun{
+		{Verdict: "valid", Exposures: &models.ExposureCounts{Exposures: 20, Refused: 18, NotSent: 2, OutlivedIdle: 1}},
+		{Verdict: "valid", Exposures: &models.ExposureCounts{Exposures: 11, Refused: 11}},
+		{Verdict: "valid", Exposures: &models.ExposureCounts{Exposures: 12, Refused: 10, Unknown: 2}},
+		{Verdict: "error"},
+	}
+	c := AggregateCell("pause-holder", runs)
+	want := models.ExposureCounts{Exposures: 43, Refused: 39, NotSent: 2, Unknown: 2, OutlivedIdle: 1}
+	if c.Exposures == nil || *c.Exposures != want || c.ExposureRuns != 3 {
+		t.Fatalf("pooled %+v over %d runs, want %+v over 3", c.Exposures, c.ExposureRuns, want)
+	}
+	if b := c.AdmittedBound; b == nil || b.Decided != 41 || b.Admitted != 0 || b.Low != 0 || b.High < 0.070 || b.High > 0.071 {
+		t.Fatalf("bound %+v, want 0 of 41 decided, at most ~7.0 %%", b)
+	}
+	if got := c.ExposureText(); got != "43 exposures, 39 refused, 2 not sent, 2 unknown · 0 of 41 admitted: at most 7 % per exposure (95 %)" {
+		t.Errorf("text %q", got)
+	}
+	quiet := AggregateCell("none", []result.CompareRun{{Verdict: "valid", Exposures: &models.ExposureCounts{}}, {Verdict: "valid", Exposures: &models.ExposureCounts{}}})
+	if quiet.Class() != "unexercised" || quiet.ExposureText() != "not exercised: 0 exposures" || quiet.AdmittedBound != nil {
+		t.Errorf("a cell whose runs exposed nothing: class %s, text %q, bound %+v", quiet.Class(), quiet.ExposureText(), quiet.AdmittedBound)
+	}
+	broken := AggregateCell("pause-holder", []result.CompareRun{{Verdict: "invalid", Exposures: &models.ExposureCounts{Exposures: 4, Admitted: 3, Refused: 1}}})
+	if got := broken.ExposureText(); got != "4 exposures, 3 admitted, 1 refused · 3 of 4 admitted: 75 % per exposure (95 % interval 19.4–99.4 %)" {
+		t.Errorf("text %q", got)
 	}
 }

@@ -64,7 +64,7 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 			b.WriteString("- " + u + "\n")
 		}
 	}
-	b.WriteString("\n\nEach cell: the verdicts; the median time to the first violation (when the first culprit op completed); " +
+	b.WriteString("\n\nEach cell: the verdicts; the exposures pooled over its runs (moments a superseded holder's late op met the storage) and what they bound: with none admitted, the one-sided 95 % upper bound on the chance that an exposure is admitted, else the rate and its 95 % interval (exact, Clopper–Pearson; per exposure under this fault and schedule, not per hour in production); the median time to the first violation (when the first culprit op completed); " +
 		"the share of acknowledged updates lost (the median over the runs whose final read could be taken, and the range over them, when it differs); " +
 		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report. " +
 		"Under each backend, what its servers said they are when asked after the last fault of each run.\n\n")
@@ -87,6 +87,9 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 		for _, cell := range r.Cells {
 			b.WriteString(" ")
 			b.WriteString(cell.VerdictText())
+			if s := cell.ExposureText(); s != "" {
+				b.WriteString(" · " + s)
+			}
 			if s := cell.StatsText(); s != "" {
 				b.WriteString("<br>" + s)
 			}

@@ -119,6 +119,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
 	addCheckMemoryFlag(f, &spec.Base.CheckMemory)
+	f.IntVar(&spec.Base.MinExposures, "min-exposures", 0, "a run with fewer exposures than this is unknown, not valid (default 1 in the columns of a fault aimed at a holder: "+aimedFaults()+"; else 0)")
 	for _, h := range []string{"nemesis-interval", "work", "agent-binary"} {
 		f.MarkHidden(h)
 	}
@@ -170,6 +171,12 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 				*p = 0
 			}
 		}
+	}
+	if cmd.Flags().Changed("min-exposures") {
+		if err := minExposuresValid(spec.Base.MinExposures); err != nil {
+			return err
+		}
+		spec.Base.Given = map[string]bool{"min-exposures": true}
 	}
 	if !cmd.Flags().Changed("seed") {
 		spec.Seed = rand.Int64N(1 << 40)

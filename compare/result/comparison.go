@@ -100,9 +100,16 @@ type CompareCell struct {
 	// ExpiredGrants of Grants, summed over the runs that counted them:
 	// the lock granted on a lease that had already expired. Omitted when
 	// no run counted them.
-	ExpiredGrants *int         `json:"expired_grants,omitempty"`
-	Grants        int          `json:"grants,omitempty"`
-	Runs          []CompareRun `json:"runs"`
+	ExpiredGrants *int `json:"expired_grants,omitempty"`
+	Grants        int  `json:"grants,omitempty"`
+	// Exposures are the runs' exposures pooled (summed) over the runs
+	// that counted them, ExposureRuns of them; AdmittedBound is what they
+	// say of the chance that an exposure is admitted. Omitted when no run
+	// counted them.
+	Exposures     *models.ExposureCounts `json:"exposures,omitempty"`
+	ExposureRuns  int                    `json:"exposure_runs,omitempty"`
+	AdmittedBound *AdmittedBound         `json:"admitted_bound,omitempty"`
+	Runs          []CompareRun           `json:"runs"`
 	// Missing counts the cell's runs a merged comparison lacks (a shard
 	// that did not come back); the verdicts are of the runs it has.
 	Missing int `json:"missing,omitempty"`
@@ -140,6 +147,70 @@ type CompareRun struct {
 	// backend does not count them.
 	ExpiredGrants *int `json:"expired_grants,omitempty"`
 	Grants        int  `json:"grants,omitempty"`
+	// Exposures are results.json's exposure counts; omitted when the run
+	// did not count them (it ended before its check).
+	Exposures *models.ExposureCounts `json:"exposures,omitempty"`
+}
+
+// AdmittedBound is the pooled exposures' verdict on the chance that an
+// exposure is admitted: Decided exposures had a known outcome, Admitted
+// of them were admitted; Rate is their share, and [Low, High] its exact
+// (Clopper–Pearson) 95 % bounds — with none admitted, High is the
+// one-sided upper bound and Low is 0. Text says it in words.
+type AdmittedBound struct {
+	Decided  int     `json:"decided"`
+	Admitted int     `json:"admitted"`
+	Rate     float64 `json:"rate"`
+	Low      float64 `json:"low"`
+	High     float64 `json:"high"`
+	Text     string  `json:"text"`
+}
+
+// PoolExposures sums the exposures of the cell's runs that counted them
+// and bounds the chance of admission: a cell's figures are those of its
+// runs taken together, so a merged cell gives the figures one machine
+// would have.
+func (c *CompareCell) PoolExposures() {
+	c.Exposures, c.ExposureRuns, c.AdmittedBound = nil, 0, nil
+	var pooled models.ExposureCounts
+	for _, r := range c.Runs {
+		if r.Exposures != nil {
+			pooled.Add(*r.Exposures)
+			c.ExposureRuns++
+		}
+	}
+	if c.ExposureRuns == 0 {
+		return
+	}
+	c.Exposures = &pooled
+	if rate, lo, hi, ok := pooled.Bound(); ok {
+		c.AdmittedBound = &AdmittedBound{Decided: pooled.Decided(), Admitted: pooled.Admitted, Rate: rate, Low: lo, High: hi, Text: pooled.BoundText()}
+	}
+}
+
+// ExposureText is the cell's pooled exposures, as the tables show them:
+// "31 exposures, 31 refused · 0 of 31 admitted: at most 9.2 % per
+// exposure (95 %)", or "not exercised: 0 exposures" for a cell whose runs
+// put safety at stake nowhere; "" when no run counted them.
+func (c *CompareCell) ExposureText() string {
+	if c.Exposures == nil || c.NotApplicable != "" {
+		return ""
+	}
+	if !c.Exposures.Exercised() {
+		return "not exercised: 0 exposures"
+	}
+	s := c.Exposures.Short()
+	if c.AdmittedBound != nil {
+		s += " · " + c.AdmittedBound.Text
+	}
+	return s
+}
+
+// Unexercised reports a cell whose every run was valid and whose runs,
+// together, put safety at stake nowhere.
+func (c *CompareCell) Unexercised() bool {
+	n := len(c.Runs)
+	return n > 0 && c.Exposures != nil && !c.Exposures.Exercised() && c.Verdicts["valid"] == n && c.Missing == 0
 }
 
 // BackendLabel is the backend as the tables show it: with the server
@@ -235,7 +306,8 @@ func (c *CompareCell) LostText() string {
 	return s
 }
 
-// Class is the cell's colour: valid or invalid when every run agrees,
+// Class is the cell's colour: valid or invalid when every run agrees
+// (unexercised when every run was valid but none put safety at stake),
 // error when a run failed, unknown otherwise (also when runs of a merged
 // comparison are missing).
 func (c *CompareCell) Class() string {
@@ -249,6 +321,8 @@ func (c *CompareCell) Class() string {
 		return "unknown" // not every run came back
 	case c.Verdicts["invalid"] == n:
 		return "invalid"
+	case c.Unexercised():
+		return "unexercised"
 	case c.Verdicts["valid"] == n:
 		return "valid"
 	}
