@@ -72,6 +72,16 @@ func expandBase(spec Spec) harness.Config {
 	base.AgentBinary = b.AgentBinary
 	base.FreshCluster = b.FreshCluster
 	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
+	// A preset's runs are evidence: in one, a run that put safety at stake
+	// nowhere is unknown whatever its column's fault, not a valid cell
+	// (docs/results.md). Outside presets each column has its fault's
+	// default; --min-exposures overrides both.
+	if spec.Preset != "" {
+		base.MinExposures, base.Given = 1, map[string]bool{"min-exposures": true}
+	}
+	if b.Given["min-exposures"] {
+		base.MinExposures, base.Given = b.MinExposures, map[string]bool{"min-exposures": true}
+	}
 	return base
 }
 
