@@ -47,6 +47,14 @@ const (
 // ErrFenced is the error a fail carries when the storage refused a stale token.
 const ErrFenced = "fenced"
 
+// ErrGuardFailed is the error a fail carries when a resource kept in the
+// lock service itself (--storage etcd) refused a write or read whose
+// guard — "the lock is still mine" — no longer held: the lock service's
+// own fence. Unlike ErrFenced it carries no token comparison, so the
+// model does not place it; it counts as a refusal wherever refusals of
+// late ops are counted.
+const ErrGuardFailed = "guard-failed"
+
 // NemesisProcess is the process name of fault events.
 const NemesisProcess = -1
 

@@ -38,7 +38,9 @@ import (
 //
 //   - admitted: a late write returned ok after an op of a newer term had
 //     been admitted (had returned ok): the storage took the stale write.
-//   - refused: the storage refused a late op as stale (fail, fenced).
+//   - refused: the storage refused a late op as stale (fail, fenced), or
+//     a resource kept in the lock service refused it because the lock
+//     was no longer the op's (fail, guard-failed).
 //   - not sent: the client saw its lease was gone and never sent the op
 //     (fail, lease-lost).
 //   - unknown: a late op's outcome is unknown (info).
@@ -252,7 +254,7 @@ func (c *ExposureCounter) storageOp(ke *keyExposure, op pendingOp, e history.Eve
 	if t == nil {
 		return // not under a lease (a final read has its own acquire)
 	}
-	fenced := e.Type == history.Fail && e.Error == history.ErrFenced
+	fenced := e.Type == history.Fail && (e.Error == history.ErrFenced || e.Error == history.ErrGuardFailed)
 	if t.superseded || fenced {
 		var out ExposureOutcome
 		switch {

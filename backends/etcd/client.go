@@ -16,6 +16,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/history"
 )
 
 // LockPrefix and DataPrefix are where the locks and (with --storage etcd)
@@ -221,7 +222,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 
 // errGuard is a transaction whose lock guard failed: the lock is no longer
 // ours, and etcd did not apply the op.
-var errGuard = backends.Definitef("guard-failed")
+var errGuard = backends.Definitef(history.ErrGuardFailed)
 
 // inEtcd is the resource kept in etcd itself (--storage etcd): every read
 // and write is a transaction guarded by the lock's ownership. The client's
