@@ -31,7 +31,10 @@ import (
 //     still open.
 //   - A late op is a read or write of a superseded term that completed
 //     after the newer grant did. An op the storage refused as stale
-//     (fenced) is late by the storage's own word, whatever the grants say.
+//     (fenced) is late by the storage's own word, and one the client did
+//     not send because it saw its lease had run out (lease-lost) by the
+//     client's own word, whatever the grants say: the holder outlived its
+//     lease, whether or not anyone had been granted it yet.
 //
 // Each superseded term that sent a late op is one exposure, and it ended
 // in one of four ways (the worst of its late ops):
@@ -255,7 +258,8 @@ func (c *ExposureCounter) storageOp(ke *keyExposure, op pendingOp, e history.Eve
 		return // not under a lease (a final read has its own acquire)
 	}
 	fenced := e.Type == history.Fail && (e.Error == history.ErrFenced || e.Error == history.ErrGuardFailed)
-	if t.superseded || fenced {
+	lost := e.Type == history.Fail && e.Error == ErrLeaseLost
+	if t.superseded || fenced || lost {
 		var out ExposureOutcome
 		switch {
 		case fenced:

@@ -209,3 +209,18 @@ func TestNoExposureReasons(t *testing.T) {
 		}
 	}
 }
+
+// A holder cut off from the lock service sees its lease run out and stops
+// before anyone else is granted the lock: it outlived its lease, and its
+// own check kept it from acting.
+func TestLeaseLostWithoutSuccessorIsNotSent(t *testing.T) {
+	b := newBuilder()
+	b.acquire(1, 1)
+	b.read(1, 1, 0)
+	b.invoke(1, history.Write, 1, history.Int64(0), history.Int64(1))
+	b.complete(1, history.Fail, 1, nil, ErrLeaseLost)
+	b.section(2, 2, 0)
+	b.finalRead(9, 3, 1)
+	x := b.exposures(t)
+	wantCounts(t, x.ExposureCounts, ExposureCounts{Exposures: 1, NotSent: 1})
+}
