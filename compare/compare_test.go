@@ -3,6 +3,8 @@ package compare
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,6 +18,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 func hasRow(m *Matrix, r Row) bool { return slices.Contains(m.Rows, r) }
@@ -643,5 +646,47 @@ func TestNoCellCanRunSaysWhy(t *testing.T) {
 	_, err = Expand(Spec{Backends: []string{"memory"}, Faults: []string{"partition"}, Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "an in-process run injects only") {
 		t.Errorf("memory under partition alone: %v", err)
+	}
+}
+
+// A cell of three runs: its pooled exposures are the sum of what each
+// run's results.json counted, and its bound is taken over that pool.
+func TestCompareCellPoolsItsRunsResults(t *testing.T) {
+	m, err := Expand(Spec{
+		Backends: []string{"memory"}, Faults: []string{"pause-holder"}, Fencing: []string{"all"}, Runs: 3, TimeLimit: 2 * time.Second, Seed: 5,
+		Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 300 * time.Millisecond, Work: 5 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "compare")
+	c, err := Run(quiet(), m, dir, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cell := c.Rows[0].Cells[0]
+	if len(cell.Runs) != 3 || cell.Exposures == nil || cell.ExposureRuns != 3 {
+		t.Fatalf("cell %+v: want 3 runs whose exposures were pooled", cell)
+	}
+	var sum models.ExposureCounts
+	for _, run := range cell.Runs {
+		res, err := reports.ReadResults(filepath.Join(dir, filepath.FromSlash(run.Dir), runstore.ResultsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Exposures == nil {
+			t.Fatalf("%s: results.json has no exposures", run.Dir)
+		}
+		sum.Add(res.Exposures.ExposureCounts)
+	}
+	if *cell.Exposures != sum {
+		t.Errorf("the cell pooled %+v, the runs' results.json sum to %+v", *cell.Exposures, sum)
+	}
+	if !sum.Exercised() || sum.Admitted != 0 || cell.AdmittedBound == nil || cell.AdmittedBound.Decided != sum.Decided() {
+		t.Errorf("fenced storage under pause-holder: %+v, bound %+v; want exposures, none admitted, a bound over them", sum, cell.AdmittedBound)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, runstore.CompareMarkdown))
+	if want := fmt.Sprintf("valid 3/3<br>%s", cell.ExposureText()); !strings.Contains(string(md), want) {
+		t.Errorf("compare.md does not say %q:\n%s", want, md)
 	}
 }

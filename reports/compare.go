@@ -88,7 +88,7 @@ func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
 			b.WriteString(" ")
 			b.WriteString(cell.VerdictText())
 			if s := cell.ExposureText(); s != "" {
-				b.WriteString(" · " + s)
+				b.WriteString("<br>" + s)
 			}
 			if s := cell.StatsText(); s != "" {
 				b.WriteString("<br>" + s)

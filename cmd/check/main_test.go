@@ -55,11 +55,13 @@ func TestMemoryRunExitCodes(t *testing.T) {
 }
 
 // verdictLine is the verdict analyze ends its output with: the last line's
-// first word ("VALID", "INVALID: ..." or "UNKNOWN: ...").
+// first word ("VALID: ...", "VALID, but not exercised: ...", "INVALID:
+// ..." or "UNKNOWN: ...").
 func verdictLine(out string) string {
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	last := lines[len(lines)-1]
 	word, _, _ := strings.Cut(last, ":")
+	word, _, _ = strings.Cut(word, ",")
 	return word
 }
 
