@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
 // A user's own fence check, in SQL: --client with --storage postgres runs a
@@ -55,10 +56,34 @@ func sqlClientRun(t *testing.T, variant string, stopOnViolation bool) *Outcome {
 	cfg.TimeLimit = 10 * time.Second
 	cfg.StopOnViolation = stopOnViolation
 	out := runDocker(t, cfg)
-	if n := nemesisEvents(t, out, "pause-holder"); n == 0 {
+	if n := nemesisEvents(t, out, "pause-holder"); n == 0 && variant != "ignoring-stop" {
 		t.Errorf("%s: no pause-holder took effect", variant)
 	}
 	return out
+}
+
+// A client that ignores "stop" under pause-holder: the fault cannot aim
+// at it. Whatever the exposures are, the verdict's words match them: with
+// none, the run is unknown (pause-holder's default --min-exposures is 1)
+// and says pause-holder froze no one; with some, it names them.
+func TestDockerClientIgnoringStop(t *testing.T) {
+	out := sqlClientRun(t, "ignoring-stop", false)
+	x := out.Result.Exposures
+	if x == nil {
+		t.Fatal("the run's exposures were not counted")
+	}
+	t.Logf("%d pause-holder injections, exposures %+v, verdict %s: %s", nemesisEvents(t, out, "pause-holder"), x.ExposureCounts, out.Result.Verdict, reports.VerdictLine(out.Result))
+	if !x.Exercised() {
+		wantDocker(t, out, models.Unknown)
+		if !strings.Contains(out.Result.Explanation, "fewer than --min-exposures 1") || !strings.Contains(out.Result.Explanation, "pause-holder froze no one") {
+			t.Errorf("explanation does not say why the run could not tell: %s", out.Result.Explanation)
+		}
+		return
+	}
+	wantDocker(t, out, models.Valid)
+	if line := reports.VerdictLine(out.Result); !strings.Contains(line, x.Text()) || x.Admitted != 0 {
+		t.Errorf("verdict line %q does not carry the exposures %+v", line, x.ExposureCounts)
+	}
 }
 
 func TestDockerClientSQLConditionalUpdate(t *testing.T) {

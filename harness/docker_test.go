@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // dockerOrSkip makes sure the engine answers and returns the static check
@@ -141,10 +142,40 @@ func TestDockerEtcdUnfencedLeaseUnderHolderPauseIsInvalid(t *testing.T) {
 	if !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
 		t.Errorf("explanation does not name the stale write: %s", out.Result.Explanation)
 	}
+	// The verdict says how many of its exposures the storage admitted.
+	x := out.Result.Exposures
+	if x == nil || x.Admitted < 1 || x.Admitted > x.Exposures {
+		t.Fatalf("exposures %+v: want at least one admitted", x)
+	}
+	if line, want := reports.VerdictLine(out.Result), fmt.Sprintf("(%d of %d exposure", x.Admitted, x.Exposures); !strings.Contains(line, want) {
+		t.Errorf("verdict line %q does not say %q", line, want)
+	}
 }
 
+// Every frozen holder's late op reached the storage and was refused, and
+// the verdict, results.json and the summary say so, with the bound.
 func TestDockerEtcdFencedLeaseUnderHolderPauseIsValid(t *testing.T) {
-	wantDocker(t, runDocker(t, dockerConfig(t, "etcd", "all", "pause-holder")), models.Valid)
+	out := runDocker(t, dockerConfig(t, "etcd", "all", "pause-holder"))
+	wantDocker(t, out, models.Valid)
+	x := out.Result.Exposures
+	if x == nil || x.Exposures == 0 || x.Refused != x.Exposures || x.Admitted != 0 {
+		t.Fatalf("exposures %+v: want some, every one refused", x)
+	}
+	if line := reports.VerdictLine(out.Result); !strings.HasPrefix(line, "VALID: ") || !strings.Contains(line, "refused") {
+		t.Errorf("verdict line %q does not say the late ops were refused", line)
+	}
+	res, err := reports.ReadResults(filepath.Join(out.Dir, runstore.ResultsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Exposures == nil || res.Exposures.ExposureCounts != x.ExposureCounts || len(res.Exposures.List) != min(x.Exposures, models.MaxListedExposures) {
+		t.Errorf("results.json's exposures %+v differ from the run's %+v", res.Exposures, x)
+	}
+	var sum strings.Builder
+	reports.Summary(&sum, out.Report)
+	if want := fmt.Sprintf("0 of %d admitted: at most ", x.Decided()); !strings.Contains(sum.String(), want) {
+		t.Errorf("the summary does not print the bound %q:\n%s", want, sum.String())
+	}
 }
 
 // etcd's own recommendation: the resource in etcd, every write a

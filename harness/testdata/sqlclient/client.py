@@ -11,6 +11,9 @@ variants as known answers:
   repeating-token     the token is the table's fence + 1, read after the
                       lock is taken (so two holders can get the same one),
                       and the UPDATE admits fence <= token
+  ignoring-stop       the conditional UPDATE, but the write never stops at
+                      the failpoint ("stop" is ignored): pause-holder cannot
+                      aim at it
 
 Not an example to copy: examples/clients/pg-kazoo is.
 """
@@ -30,7 +33,7 @@ logging.basicConfig(stream=sys.stderr, level=logging.WARNING)
 log = logging.getLogger("sqlclient")
 
 LOCK_ROOT = "/sqlclient/locks"
-VARIANTS = ("conditional", "select-then-update", "rowcount-ignored", "repeating-token")
+VARIANTS = ("conditional", "select-then-update", "rowcount-ignored", "repeating-token", "ignoring-stop")
 
 
 def send(msg):
@@ -155,7 +158,7 @@ class Client:
             if not self.holds():
                 raise Fail("lease-lost")
             self.table.check(key, token, deadline)
-            if req.get("stop"):
+            if req.get("stop") and self.variant != "ignoring-stop":
                 send({"id": req["id"], "type": "checkpoint", "name": "write-checked"})
                 sys.stdin.readline()  # {"id":..,"f":"continue"}
                 self.call_ns = time.monotonic_ns()  # the write leaves now
