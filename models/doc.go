@@ -4,7 +4,9 @@
 // jit*.go), and CheckWhole, porcupine's full search that cross-checks it
 // (check.go); what it reports beside the verdict lives here too: the lost
 // updates a run caused (damage.go), what each client believed it held
-// (beliefs.go) and the stale write that caused a violation (cause.go,
+// (beliefs.go), the moments safety was at stake and how each ended
+// (exposure.go, exposurereason.go: a valid verdict is worth only what it
+// put at stake) and the stale write that caused a violation (cause.go,
 // explain.go).
 //
 // It reads ops and returns results: no I/O but the io.Reader it is handed,

@@ -51,7 +51,7 @@ func NoExposureReason(c ExposureCounts, f RunFacts) string {
 		}
 	}
 	if slices.Contains(asked, "pause-holder") && injected["pause-holder"] == 0 {
-		return "pause-holder froze no one: no holder stopped at its failpoint between its lease check and its write (a client that ignores \"stop\" is never frozen by it)"
+		return "pause-holder froze no one: no holder stopped at its failpoint between its lease check and its write, and a client that ignores \"stop\" is never frozen by it"
 	}
 	if len(injected) == 0 {
 		return "no fault was injected while the workload ran (a longer --time-limit or a shorter --nemesis-interval gives the nemesis time)"
