@@ -76,6 +76,10 @@ type Config struct {
 	// given, Defaults sets it: 1 under a fault aimed at a holder
 	// (nemesis.AimedAtHolders), else 0.
 	MinExposures int
+	// Exposures, when above 0, ends the workload once that many exposures
+	// were seen (or at TimeLimit, whichever comes first): a user asks for
+	// "100 frozen holders" instead of guessing a duration.
+	Exposures int
 
 	// Command is the command line that reruns the test, for the report,
 	// quoted as a POSIX shell reads it; CommandArgv is the same as a list
@@ -283,6 +287,9 @@ func (c *Config) Validate() error {
 	}
 	if c.PauseDuration <= 0 {
 		return registry.Flagf("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
+	}
+	if c.Exposures < 0 {
+		return registry.Flagf("exposures", "must be 0 (off) or more, got %d (e.g. --exposures 100 --time-limit 30m: run until 100 holders were exposed, at most 30 minutes)", c.Exposures)
 	}
 	if c.MinExposures < 0 {
 		return registry.Flagf("min-exposures", "must be 0 or more, got %d (0 lets a run that put safety at stake nowhere pass; 1 asks for at least one)", c.MinExposures)

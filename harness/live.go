@@ -27,13 +27,20 @@ type liveCheck struct {
 	endWorkload func()
 	found       bool
 	logf        func(string, ...any)
+
+	// exposures counts the exposures as they happen; with wantExposures
+	// above 0 (--exposures) the workload ends once that many were seen.
+	exposures     *models.ExposureCounter
+	wantExposures int
+	seenEnough    bool
 }
 
 // startLive begins checking what rec records. The recorder calls the
 // observer under its lock, so events only join a queue there; a goroutine
 // of its own checks them.
 func startLive(cfg *Config, rec *history.Recorder, logf func(string, ...any)) *liveCheck {
-	l := &liveCheck{done: make(chan struct{}), stopOn: cfg.StopOnViolation, logf: logf}
+	l := &liveCheck{done: make(chan struct{}), stopOn: cfg.StopOnViolation, logf: logf,
+		exposures: models.NewExposureCounter(), wantExposures: cfg.Exposures}
 	l.cond = sync.NewCond(&l.mu)
 	stream := models.NewStream(context.Background(), models.Options{VisualizeMaxOps: 1, OnViolation: l.violation})
 	rec.Observe(func(e history.Event) {
@@ -71,6 +78,7 @@ func startLive(cfg *Config, rec *history.Recorder, logf func(string, ...any)) *l
 				if err := stream.Add(e); err != nil {
 					return
 				}
+				l.countExposure(e)
 			}
 		}
 	}()
@@ -93,6 +101,37 @@ func (l *liveCheck) violation(k models.KeyResult) {
 	}
 }
 
+// countExposure counts e's part in the exposures and, with --exposures,
+// ends the workload once enough were seen.
+func (l *liveCheck) countExposure(e history.Event) {
+	if l.wantExposures <= 0 {
+		return
+	}
+	l.exposures.Add(e)
+	if n := l.exposures.Counted(); n >= l.wantExposures {
+		l.mu.Lock()
+		first := !l.seenEnough
+		l.seenEnough = true
+		end := l.endWorkload
+		l.mu.Unlock()
+		if first && end != nil {
+			l.logf("--exposures %d: %d seen; ending the workload; healing, final reads, check and report follow", l.wantExposures, n)
+			end()
+		}
+	}
+}
+
+// reachedExposures reports whether the live check ended the workload
+// because --exposures were seen.
+func (l *liveCheck) reachedExposures() bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seenEnough && l.endWorkload != nil
+}
+
 // onEnd gives the live check the way to end the workload early (a nil
 // check does nothing).
 func (l *liveCheck) onEnd(end func()) {
@@ -101,9 +140,9 @@ func (l *liveCheck) onEnd(end func()) {
 	}
 	l.mu.Lock()
 	l.endWorkload = end
-	found := l.found
+	found, enough := l.found, l.seenEnough
 	l.mu.Unlock()
-	if found && l.stopOn {
+	if (found && l.stopOn) || enough {
 		end()
 	}
 }

@@ -23,7 +23,21 @@ type phasesDone struct {
 	// stoppedAtViolation: --stop-on-violation ended the workload when the
 	// live check found a violation; the run is not incomplete for that.
 	stoppedAtViolation bool
+	// stoppedAtExposures: --exposures ended the workload once that many
+	// exposures were seen; the run is not incomplete for that either.
+	stoppedAtExposures bool
+	// endedBy says what ended the workload: its time limit, a violation
+	// (--stop-on-violation), enough exposures (--exposures), or "" when
+	// something else did (an interrupt, a failure).
+	endedBy string
 }
+
+// What ended a workload, as results.json's ended_by says it.
+const (
+	EndedByTimeLimit = "time-limit"
+	EndedByViolation = "violation"
+	EndedByExposures = "exposures"
+)
 
 // runWorkloadPhases drives the workload and the nemesis until the time
 // limit, the first interrupt or the workload's failure, heals every fault
@@ -71,9 +85,20 @@ func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys Syst
 	}
 	done.interrupted = interrupted
 	done.stoppedAtViolation = !d.fullTime && stop.Err() == nil && live.stoppedWorkload()
+	done.stoppedAtExposures = !d.fullTime && stop.Err() == nil && !done.stoppedAtViolation && live.reachedExposures()
+	switch {
+	case d.fullTime:
+		done.endedBy = EndedByTimeLimit
+	case done.stoppedAtViolation:
+		done.endedBy = EndedByViolation
+	case done.stoppedAtExposures:
+		done.endedBy = EndedByExposures
+	}
 	switch {
 	case done.stoppedAtViolation:
 		logf("the workload was stopped %.1f s into %s at the first violation (--stop-on-violation)", d.ran.Seconds(), cfg.TimeLimit)
+	case done.stoppedAtExposures:
+		logf("the workload ended %.1f s into %s, once %s had been seen (--exposures)", d.ran.Seconds(), cfg.TimeLimit, words.Plural(cfg.Exposures, "exposure"))
 	case !d.fullTime:
 		why := "the workload ended"
 		if stop.Err() != nil {

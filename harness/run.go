@@ -193,6 +193,8 @@ type run struct {
 	checkTime time.Duration
 	// servers is what the servers said they are (nil when not asked).
 	servers *reports.Servers
+	// endedBy says what ended the workload (phasesDone.endedBy).
+	endedBy string
 }
 
 // open makes the run's directory, its log and its history file.
@@ -294,6 +296,7 @@ func (r *run) setUpAndRun() {
 	r.marks.mark("versions")
 	r.servers = askServers(r.sig.Abort, sys, cfg, r.stop.Err() != nil, r.logf)
 	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
+	r.endedBy = done.endedBy
 	if r.out.Incomplete != "" {
 		r.logf("the run is incomplete: %s", r.out.Incomplete)
 	}
@@ -399,6 +402,7 @@ func (r *run) report() {
 		Params: params(cfg, sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(cfg, r.events),
+		EndedBy: r.endedBy,
 	}
 	if r.err != nil {
 		rep.Error = r.err.Error()
@@ -487,7 +491,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()},
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},
-		{Name: "min-exposures", Value: fmt.Sprint(cfg.MinExposures)},
+		{Name: "min-exposures", Value: fmt.Sprint(cfg.MinExposures)}, {Name: "exposures", Value: fmt.Sprint(cfg.Exposures)},
 	}
 	for _, o := range registry.Options() {
 		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})

@@ -318,6 +318,17 @@ func (c *ExposureCounter) close(ke *keyExposure, p int) {
 	}
 }
 
+// Counted is the exposures counted so far: those of the terms already
+// closed (a term is counted when its holder releases, learns its lease is
+// gone, or ends an op in doubt).
+func (c *ExposureCounter) Counted() int {
+	n := 0
+	for _, ke := range c.keys {
+		n += ke.counts.Exposures
+	}
+	return n
+}
+
 // Result closes the terms still open (the history ended in them) and
 // returns the counts, per key in name order.
 func (c *ExposureCounter) Result() Exposures {

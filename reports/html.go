@@ -96,6 +96,8 @@ type reportView struct {
 	Exposures     string
 	ExposureBound string
 	Unexercised   bool
+	// EndedBy says what ended the workload early on purpose, if anything.
+	EndedBy string
 	// Damage is the run's damage in one line; DamageKeys its keys', when
 	// there are several.
 	Damage     string
@@ -171,6 +173,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 			"overlap": colorOverlap, "belief": colorBelief, "culprit": colorCulprit},
 	}
 	v.Damage = clean(res.Damage.Text())
+	v.EndedBy = capitalize(EndedByText(r.EndedBy))
 	if x := r.Result.Exposures; x != nil {
 		sr := StoredRun{Verdict: r.Result.Verdict, Exposures: x}
 		v.Unexercised = sr.Unexercised()

@@ -61,6 +61,10 @@ type Results struct {
 	// found again from the history each time, never read back.
 	Unfinished string `json:"unfinished,omitempty"`
 
+	// EndedBy says what ended the workload: time-limit, violation
+	// (--stop-on-violation) or exposures (--exposures); omitted when an
+	// interrupt or a failure did.
+	EndedBy string `json:"ended_by,omitempty"`
 	// Servers is what the servers said they are (docs/results.md).
 	Servers *Servers `json:"servers,omitempty"`
 	// ExpiredGrants counts the lock grants made on an already expired
@@ -89,7 +93,7 @@ func MakeResults(r *Run) Results {
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Exposures: r.Result.Exposures, Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
-		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers, ExpiredGrants: r.ExpiredGrants,
+		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers, ExpiredGrants: r.ExpiredGrants, EndedBy: r.EndedBy,
 	}
 }
 

@@ -70,6 +70,10 @@ type Run struct {
 	// HistoryNote says what reading the history back left out (its last
 	// line, cut by a kill), or "".
 	HistoryNote string
+	// EndedBy says what ended the workload: "time-limit", "violation"
+	// (--stop-on-violation) or "exposures" (--exposures); "" when
+	// something else did or the run predates it.
+	EndedBy string
 	// Unfinished, on a run read back from its directory (LoadRun), says
 	// why its history is not a finished run's (history.History.Unfinished):
 	// no end event, a cut last line, ops still open. "" when it is, and

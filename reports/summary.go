@@ -39,6 +39,9 @@ func Summary(w io.Writer, r *Run) {
 	if x := r.Result.Exposures; x != nil {
 		fmt.Fprintf(w, "  exposures: %s\n", ExposureLine(x))
 	}
+	if why := EndedByText(r.EndedBy); why != "" {
+		fmt.Fprintf(w, "  %s\n", why)
+	}
 	KeyLines(w, "  ", r.Result.Keys)
 	if r.Interrupted {
 		fmt.Fprintln(w, "  the run was interrupted by a signal: the history ends where it stopped")
@@ -80,6 +83,19 @@ func VerdictLine(res models.Result) string {
 		return "INVALID: " + Headline(res) + AdmittedText(res.Exposures)
 	}
 	return "UNKNOWN: " + Headline(res)
+}
+
+// EndedByText says what ended the workload when it was not its time
+// limit alone: "the workload ended once enough exposures were seen
+// (--exposures)"; "" otherwise.
+func EndedByText(endedBy string) string {
+	switch endedBy {
+	case "exposures":
+		return "the workload ended once the exposures asked for were seen (--exposures), before its time limit"
+	case "violation":
+		return "the workload ended at the first violation (--stop-on-violation)"
+	}
+	return ""
 }
 
 // NotExercisedText says why a valid run proves little: no holder

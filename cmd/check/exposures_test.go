@@ -129,3 +129,25 @@ func TestAFencedRunNamesItsExposures(t *testing.T) {
 		}
 	}
 }
+
+// --exposures ends the workload once that many were seen, well before a
+// long time limit, and the run is complete (valid), saying what ended it.
+func TestExposuresEndTheWorkload(t *testing.T) {
+	store := t.TempDir()
+	args := []string{"--backend", "memory", "--fencing", "all", "--nemesis", "pause-holder", "--lease-ttl", "200ms",
+		"--nemesis-interval", "300ms", "--time-limit", "2m", "--exposures", "3", "--store", store}
+	code, out, _ := runCLI(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0\n%s", code, out)
+	}
+	res := readResults(t, filepath.Join(store, "latest"))
+	if res.EndedBy != "exposures" || res.Exposures == nil || res.Exposures.Exposures < 3 || res.Incomplete != "" {
+		t.Errorf("ended by %q with exposures %+v, incomplete %q: want ended by exposures, at least 3, complete", res.EndedBy, res.Exposures, res.Incomplete)
+	}
+	if res.DurationS > 60 {
+		t.Errorf("the run took %.0f s: --exposures did not end it", res.DurationS)
+	}
+	if !strings.Contains(out, "the workload ended once the exposures asked for were seen (--exposures)") {
+		t.Errorf("the summary does not say what ended the workload:\n%s", out)
+	}
+}

@@ -180,6 +180,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
 	addCheckMemoryFlag(f, &cfg.CheckMemory)
 	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
+	f.IntVar(&cfg.Exposures, "exposures", 0, "end the workload once this many exposures were seen, or at --time-limit, whichever comes first (e.g. --exposures 100 --time-limit 30m: run until 100 holders outlived their lease; 0: off)")
 	f.IntVar(&cfg.MinExposures, "min-exposures", 0, "a run with fewer exposures than this (moments a superseded lease holder's late op met the storage) is unknown (exit 2), not valid (default 1 under a fault aimed at a holder: "+aimedFaults()+"; else 0; docs/results.md)")
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", runstore.DefaultRoot, "directory for the runs' results")
