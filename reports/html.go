@@ -175,12 +175,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 	v.Damage = clean(res.Damage.Text())
 	v.EndedBy = capitalize(EndedByText(r.EndedBy))
 	if x := r.Result.Exposures; x != nil {
-		sr := StoredRun{Verdict: r.Result.Verdict, Exposures: x}
+		sr := StoredRun{Verdict: r.Result.Verdict, Exposures: x, Explanation: r.Result.Explanation}
 		v.Unexercised = sr.Unexercised()
 		v.Exposures = clean(sr.ExposureText())
-		if r.Result.Verdict == models.Invalid {
-			v.Exposures = clean(capitalize(strings.TrimSuffix(strings.TrimPrefix(AdmittedText(x), " ("), ")")) + ".")
-		}
 		v.ExposureBound = clean(x.BoundText())
 	}
 	if sv := r.Servers; sv != nil {

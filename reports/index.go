@@ -132,8 +132,12 @@ func (r StoredRun) ExposureText() string {
 		return "Not exercised: " + NotExercisedText(x) + "."
 	case r.Verdict == models.Valid:
 		return capitalize(x.Text()) + "."
+	case r.Verdict == models.Invalid:
+		return capitalize(strings.TrimSuffix(strings.TrimPrefix(AdmittedText(x), " ("), ")")) + "."
+	case strings.Contains(r.Explanation, "exposure"):
+		return "" // the explanation says it already
 	}
-	return capitalize(x.Short()) + "."
+	return "Exposures so far: " + x.Short() + "."
 }
 
 type indexRow struct {
