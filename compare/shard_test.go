@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compare/result"
+	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -220,19 +221,23 @@ func TestMergeOfACutComparisonIsTheComparison(t *testing.T) {
 
 // cellsEqual compares two cells number for number, their runs' wall
 // times aside.
+func eqx(x, y *models.ExposureCounts) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+
 func cellsEqual(a, b result.CompareCell) bool {
 	eqf := func(x, y *float64) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
 	if a.Fault != b.Fault || a.NotApplicable != b.NotApplicable || !maps.Equal(a.Verdicts, b.Verdicts) ||
 		!eqf(a.MedianFirstViolationS, b.MedianFirstViolationS) || a.AcquiresPerS != b.AcquiresPerS ||
 		!eqf(a.AcquireOKShare, b.AcquireOKShare) || !eqf(a.MedianLostShare, b.MedianLostShare) ||
-		!slices.Equal(a.LostShareRange, b.LostShareRange) || len(a.Runs) != len(b.Runs) || a.Missing != b.Missing {
+		!slices.Equal(a.LostShareRange, b.LostShareRange) || len(a.Runs) != len(b.Runs) || a.Missing != b.Missing ||
+		!eqx(a.Exposures, b.Exposures) || a.ExposureRuns != b.ExposureRuns || (a.AdmittedBound == nil) != (b.AdmittedBound == nil) ||
+		(a.AdmittedBound != nil && *a.AdmittedBound != *b.AdmittedBound) {
 		return false
 	}
 	for i := range a.Runs {
 		x, y := a.Runs[i], b.Runs[i]
 		if x.Dir != y.Dir || x.Seed != y.Seed || x.Verdict != y.Verdict || x.Error != y.Error || !eqf(x.FirstViolationS, y.FirstViolationS) ||
 			x.AcquireOK != y.AcquireOK || x.AcquireFail != y.AcquireFail || x.AcquireInfo != y.AcquireInfo || x.TimeLimitS != y.TimeLimitS ||
-			!eqf(x.LostShareMin, y.LostShareMin) || !eqf(x.LostShareMax, y.LostShareMax) {
+			!eqf(x.LostShareMin, y.LostShareMin) || !eqf(x.LostShareMax, y.LostShareMax) || !eqx(x.Exposures, y.Exposures) {
 			return false
 		}
 	}
@@ -339,6 +344,18 @@ func TestShardedMemoryComparisonMergesToTheSingleOne(t *testing.T) {
 			// The same summary code: the cell is its runs' aggregate.
 			if again := AggregateCell(got.Fault, got.Runs); !cellsEqual(got, again) {
 				t.Errorf("%s: the merged cell is not its runs' summary", where)
+			}
+			// Its exposures are its runs' pooled, whichever shard ran them,
+			// and pause-holder put safety at stake in both.
+			var sum models.ExposureCounts
+			for _, run := range got.Runs {
+				if run.Exposures == nil {
+					t.Fatalf("%s: a merged run lost its exposures", where)
+				}
+				sum.Add(*run.Exposures)
+			}
+			if got.Exposures == nil || *got.Exposures != sum || !sum.Exercised() || got.AdmittedBound == nil || got.AdmittedBound.Text != sum.BoundText() {
+				t.Errorf("%s: merged pool %+v, bound %+v; its runs sum to %+v", where, got.Exposures, got.AdmittedBound, sum)
 			}
 		}
 	}
