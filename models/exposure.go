@@ -108,7 +108,8 @@ type ExposureCounts struct {
 	OutlivedIdle int `json:"outlived_idle"`
 }
 
-func (c *ExposureCounts) add(o ExposureCounts) {
+// Add pools other into c: the counts of several runs are their sums.
+func (c *ExposureCounts) Add(o ExposureCounts) {
 	c.Exposures += o.Exposures
 	c.Admitted += o.Admitted
 	c.Refused += o.Refused
@@ -117,9 +118,6 @@ func (c *ExposureCounts) add(o ExposureCounts) {
 	c.Harmless += o.Harmless
 	c.OutlivedIdle += o.OutlivedIdle
 }
-
-// Add pools other into c: the counts of several runs are their sums.
-func (c *ExposureCounts) Add(other ExposureCounts) { c.add(other) }
 
 // Decided is the exposures whose outcome is known: the trials a bound on
 // the chance of admission is taken over (an unknown outcome is neither).
@@ -350,7 +348,7 @@ func (c *ExposureCounter) Result() Exposures {
 			c.close(ke, p)
 		}
 		x.Keys = append(x.Keys, KeyExposures{Key: k, ExposureCounts: ke.counts})
-		x.add(ke.counts)
+		x.Add(ke.counts)
 	}
 	x.List = append([]Exposure(nil), c.list...)
 	return x
@@ -417,29 +415,13 @@ func (c ExposureCounts) Text() string {
 	}
 	switch {
 	case c.Refused == c.Exposures:
-		if c.Exposures == 1 {
-			s += "; its late op reached the storage and was refused"
-		} else if c.Exposures == 2 {
-			s += "; both late ops reached the storage and were refused"
-		} else {
-			s += fmt.Sprintf("; all %d late ops reached the storage and were refused", c.Exposures)
-		}
+		s += "; " + allOf(c.Exposures, "its late op reached the storage and was refused",
+			"both late ops reached the storage and were refused", "all %d late ops reached the storage and were refused")
 	case c.Admitted == c.Exposures:
-		if c.Exposures == 1 {
-			s += "; its late write was admitted"
-		} else if c.Exposures == 2 {
-			s += "; both late writes were admitted"
-		} else {
-			s += fmt.Sprintf("; all %d late writes were admitted", c.Exposures)
-		}
+		s += "; " + allOf(c.Exposures, "its late write was admitted", "both late writes were admitted", "all %d late writes were admitted")
 	case c.NotSent == c.Exposures:
-		if c.Exposures == 1 {
-			s += "; it saw its lease was gone and did not send its op"
-		} else if c.Exposures == 2 {
-			s += "; both saw their lease was gone and did not send their ops"
-		} else {
-			s += fmt.Sprintf("; all %d saw their lease was gone and did not send their ops", c.Exposures)
-		}
+		s += "; " + allOf(c.Exposures, "it saw its lease was gone and did not send its op",
+			"both saw their lease was gone and did not send their ops", "all %d saw their lease was gone and did not send their ops")
 	default:
 		s += ": " + c.breakdown()
 	}
@@ -447,6 +429,18 @@ func (c ExposureCounts) Text() string {
 		s += " (" + aside + ")"
 	}
 	return s
+}
+
+// allOf says a thing of all n exposures: one for 1, two for 2, many
+// (with a %d for n) otherwise.
+func allOf(n int, one, two, many string) string {
+	switch n {
+	case 1:
+		return one
+	case 2:
+		return two
+	}
+	return fmt.Sprintf(many, n)
 }
 
 // breakdown lists the outcomes that occurred: "2 refused by the storage,
