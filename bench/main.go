@@ -51,7 +51,12 @@ func main() {
 	checkPath := flag.String("check-path", "new", "internal: with --check-file, new (streaming) or old (whole-key search)")
 	checkMemory := flag.Int64("check-memory-bytes", 4<<30, "internal: with --check-file, the check's memory bound")
 	scaleSizes := flag.String("scale-sizes", "100k,1M,10M", "op counts of the scale group's histories (comma list; k and M allowed)")
+	exposureCase := flag.Bool("exposure-case", false, "internal: count the exposures of the exposure row's history and print the numbers")
 	flag.Parse()
+	if *exposureCase {
+		exposureChild()
+		return
+	}
 	if *checkerCase >= 0 {
 		checkerChild(*checkerCase)
 		return
@@ -93,6 +98,7 @@ func main() {
 			rows = append(rows, runCheckerCase(i)...)
 			fmt.Fprintf(os.Stderr, "bench: %s done\n", checkerCases[i].name)
 		}
+		rows = append(rows, exposureRows()...)
 	}
 	if *only != "" && want("scale") {
 		var sizes []int
