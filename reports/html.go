@@ -178,6 +178,9 @@ func WriteHTML(w io.Writer, r *Run) error {
 		sr := StoredRun{Verdict: r.Result.Verdict, Exposures: x, Explanation: r.Result.Explanation}
 		v.Unexercised = sr.Unexercised()
 		v.Exposures = clean(sr.ExposureText())
+		if r.Result.Verdict == models.Invalid {
+			v.Exposures = clean(capitalize(x.Text()) + ".")
+		}
 		v.ExposureBound = clean(x.BoundText())
 	}
 	if sv := r.Servers; sv != nil {
