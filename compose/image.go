@@ -130,46 +130,48 @@ func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (st
 }
 
 func buildImage(ctx context.Context, cli *client.Client, tag string, progress io.Writer) (string, error) {
+	out := buildOutputOf(progress)
 	start := time.Now()
 	mirrors := HostMirrors()
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
 		return "", daemonError(cli.DaemonHost(), err)
 	}
+	haveBase, err := imageExists(ctx, cli, BaseImage)
+	if err != nil {
+		return "", err
+	}
+	out.Linef("building %s (Debian from %s)", tag, mirrors.Archive)
 
 	// The base image (debootstrap, import) and the etcd 3.6 compile need
 	// nothing of each other: on a fresh machine they run side by side,
-	// each writing whole lines of progress.
-	out := &lineSink{w: progress}
+	// each a step of its own.
 	var (
 		etcd             []byte
 		baseErr, etcdErr error
-		baseTook         time.Duration
-		etcdTook         time.Duration
 		wg               sync.WaitGroup
 	)
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
+	if !haveBase {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			step := out.Begin("base image " + BaseImage + " (debootstrap, import)")
+			if baseErr = EnsureBaseImage(bctx, cli, mirrors, step); baseErr != nil {
+				cancel()
+				baseErr = step.Fail(baseErr, ctx.Err() != nil || errors.Is(baseErr, context.Canceled))
+				return
+			}
+			step.Done("")
+		}()
+	}
+	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		w := out.writer()
-		defer w.Close()
-		t := time.Now()
-		if baseErr = EnsureBaseImage(bctx, cli, mirrors, w); baseErr != nil {
+		if etcd, etcdErr = cachedEtcd(bctx, EtcdImageVersion, ver.Arch, out); etcdErr != nil {
 			cancel()
 		}
-		baseTook = time.Since(t)
-	}()
-	go func() {
-		defer wg.Done()
-		w := out.writer()
-		defer w.Close()
-		t := time.Now()
-		if etcd, etcdErr = cachedEtcd(bctx, EtcdImageVersion, ver.Arch, w); etcdErr != nil {
-			cancel()
-		}
-		etcdTook = time.Since(t)
 	}()
 	wg.Wait()
 	// The first failure is the one to name; the other was cancelled by it.
@@ -180,8 +182,8 @@ func buildImage(ctx context.Context, cli *client.Client, tag string, progress io
 		return "", etcdErr
 	}
 
-	fmt.Fprintf(progress, "compose: building %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
-	buildStart := time.Now()
+	step := out.Begin("Debian packages (docker build)")
+	fmt.Fprintf(step, "compose: building %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
 	body, errc := buildContext(etcd)
 	archive, security := mirrors.Archive, mirrors.Security
 	err = dockerBuild(ctx, cli, tag, body, errc, build.ImageBuildOptions{
@@ -192,25 +194,17 @@ func buildImage(ctx context.Context, cli *client.Client, tag string, progress io
 			"DEBIAN_SECURITY_MIRROR": &security,
 		},
 		Labels: map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")},
-	}, progress)
+	}, step)
 	if err != nil {
-		return "", err
+		return "", step.Fail(err, ctx.Err() != nil)
 	}
-
 	inspect, err := cli.ImageInspect(ctx, tag)
 	if err != nil {
-		return "", fmt.Errorf("building %s: the build ended but the image is missing: %w", tag, err)
+		return "", step.Fail(fmt.Errorf("building %s: the build ended but the image is missing: %w", tag, err), false)
 	}
-	fmt.Fprintf(progress, "compose: built %s in %s, %.0f MB: %s\n", tag, time.Since(start).Round(time.Second),
-		float64(inspect.Size)/1e6, buildSplit(baseTook, etcdTook, time.Since(buildStart)))
+	step.Done(fmt.Sprintf("%.0f MB", float64(inspect.Size)/1e6))
+	out.Linef("built %s in %s", tag, formatElapsed(time.Since(start)))
 	return tag, nil
-}
-
-// buildSplit says where an image build's time went: the two steps that
-// run side by side, then the Dockerfile (Debian's packages).
-func buildSplit(base, etcd, packages time.Duration) string {
-	return fmt.Sprintf("base image %s and etcd 3.6 %s side by side, then Debian's packages (docker build) %s",
-		base.Round(time.Second), etcd.Round(time.Second), packages.Round(time.Second))
 }
 
 // dockerBuild runs one classic-builder build of body (a tar stream; errc

@@ -151,6 +151,11 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 		return nil, err
 	}
 	st.phase("image")
+	// The images and compiles a run may need print one line per step
+	// (the tools' output in a log file) unless --verbose-build.
+	build := compose.NewBuildOutput(progress, compose.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: compose.BuildLogDir()})
+	defer build.Close()
+	progress = build
 	image, err := compose.EnsureImage(ctx, cli, progress)
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
