@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -231,6 +232,10 @@ func (o *BuildOutput) remove(s *Step) {
 	}
 }
 
+// ansiColor matches the colour codes the daemon puts around a build
+// step's stderr.
+var ansiColor = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
 // failTailLines is how many of a failed step's last lines are shown.
 const failTailLines = 20
 
@@ -268,7 +273,7 @@ func (s *Step) Write(p []byte) (int, error) {
 
 func (s *Step) takeLineLocked(line string) {
 	o := s.out
-	line = strings.TrimRight(line, "\r")
+	line = ansiColor.ReplaceAllString(strings.TrimRight(line, "\r"), "")
 	if o.log != nil {
 		fmt.Fprintf(o.log, "[%s] %s\n", s.name, line)
 	}

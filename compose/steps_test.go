@@ -201,3 +201,17 @@ func TestFormatElapsed(t *testing.T) {
 		}
 	}
 }
+
+// The daemon's colour codes around a step's stderr do not reach the log
+// or the tail.
+func TestBuildOutputDropsColourCodes(t *testing.T) {
+	o, buf, _ := quietOutput(t)
+	s := o.Begin("servers")
+	fmt.Fprint(s, "\x1b[0m\x1b[91m+ apt-get clean\n")
+	s.Fail(errors.New("exit 1"), false)
+	o.Close()
+	log, _ := os.ReadFile(o.LogPath())
+	if strings.Contains(buf.String()+string(log), "\x1b") || !strings.Contains(buf.String(), "| + apt-get clean") {
+		t.Errorf("printed %q, logged %q", buf.String(), log)
+	}
+}

@@ -23,12 +23,17 @@ func newImageCmd() *cobra.Command {
 	var verbose bool
 	build := &cobra.Command{
 		Use:   "build",
-		Short: "Build fencecheck/node:<hash> locally (no registry needed), printing progress",
-		Long: `image build makes the node image from Debian bookworm: where no registry answers,
-the base comes from debootstrap and docker import; then the servers (etcd,
-ZooKeeper, PostgreSQL, Redis) are installed from Debian's packages and etcd 3.6
-is built from the Go module proxy. The tag is a hash of the inputs, so a rebuild
-is only needed when they change.`,
+		Short: "Build the node images fencecheck/node:core-<hash> and fencecheck/node:<hash> locally (no registry needed)",
+		Long: `image build makes the node images from Debian bookworm: where no registry
+answers, the base comes from debootstrap and docker import. The core image,
+fencecheck/node:core-<hash>, adds the tools every test needs and etcd 3.6 built
+from the Go module proxy: an etcd run on the fenced storage needs nothing more.
+The node image, fencecheck/node:<hash>, adds Debian's servers on top of it
+(ZooKeeper, PostgreSQL, Redis, etcd 3.4). A run builds whichever it needs on
+first use; this builds both. Each tag is a hash of the inputs, so a rebuild is
+only needed when they change. One line per step; the tools' output goes to a
+log file (--verbose streams it).
+`,
 		Example: "  check image build",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
