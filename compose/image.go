@@ -243,19 +243,29 @@ func buildCore(ctx context.Context, cli *client.Client, tag string, out *BuildOu
 	}
 	out.Linef("building %s (Debian from %s)", tag, mirrors.Archive)
 
-	// The base image (debootstrap, import) and the compiles need nothing
-	// of each other: on a fresh machine they run side by side, each a
-	// step of its own. The first failure cancels the others.
+	// The base image (debootstrap, import) and then the core's tools
+	// (apt) need nothing of the compiles: on a fresh machine they run side
+	// by side, each a step of its own. The first failure cancels the
+	// others.
 	servers := compiledServers()
 	bins := make([][]byte, len(servers))
 	errs := make([]error, len(servers)+1)
 	var wg sync.WaitGroup
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if !haveBase {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	archive, security := mirrors.Archive, mirrors.Security
+	opts := build.ImageBuildOptions{
+		Dockerfile: "Dockerfile",
+		PullParent: false,
+		BuildArgs: map[string]*string{
+			"DEBIAN_MIRROR":          &archive,
+			"DEBIAN_SECURITY_MIRROR": &security,
+		},
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if !haveBase {
 			step := out.Begin("base image " + BaseImage + " (debootstrap, import)")
 			if err := EnsureBaseImage(bctx, cli, mirrors, step); err != nil {
 				cancel()
@@ -263,8 +273,21 @@ func buildCore(ctx context.Context, cli *client.Client, tag string, out *BuildOu
 				return
 			}
 			step.Done("")
-		}()
-	}
+		}
+		// The tools stage alone, untagged: the core's build below finds
+		// it in the daemon's cache.
+		step := out.Begin("core tools: iptables, iproute2, procps, libfaketime (docker build)")
+		fmt.Fprintf(step, "compose: building the tools stage of %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
+		body, errc := streamContext(func(w io.Writer) error { return writeCoreContext(w, nil) })
+		tools := opts
+		tools.Target = "tools"
+		if err := dockerBuild(bctx, cli, tag+" (its tools stage)", body, errc, tools, step); err != nil {
+			cancel()
+			errs[len(servers)] = step.Fail(err, ctx.Err() != nil || errors.Is(err, context.Canceled))
+			return
+		}
+		step.Done("")
+	}()
 	for i, s := range servers {
 		wg.Add(1)
 		go func() {
@@ -286,23 +309,14 @@ func buildCore(ctx context.Context, cli *client.Client, tag string, out *BuildOu
 		return "", firstErr
 	}
 
-	step := out.Begin("core image: tools (docker build)")
-	fmt.Fprintf(step, "compose: building %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
+	step := out.Begin("core image (docker build)")
 	files := make([]contextFile, 0, len(servers))
 	for i, s := range servers {
 		files = append(files, contextFile{"bin/" + s.binary, 0o755, bins[i]})
 	}
 	body, errc := streamContext(func(w io.Writer) error { return writeCoreContext(w, files) })
-	archive, security := mirrors.Archive, mirrors.Security
-	err = dockerBuild(ctx, cli, tag, body, errc, build.ImageBuildOptions{
-		Dockerfile: "Dockerfile",
-		PullParent: false,
-		BuildArgs: map[string]*string{
-			"DEBIAN_MIRROR":          &archive,
-			"DEBIAN_SECURITY_MIRROR": &security,
-		},
-		Labels: map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")},
-	}, step)
+	opts.Labels = map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")}
+	err = dockerBuild(ctx, cli, tag, body, errc, opts, step)
 	if err != nil {
 		return "", step.Fail(err, ctx.Err() != nil)
 	}
@@ -350,14 +364,18 @@ func imageSize(ctx context.Context, cli *client.Client, tag string) (string, err
 }
 
 // dockerBuild runs one classic-builder build of body (a tar stream; errc
-// carries its writer's error) and tags the result tag. The daemon removes
+// carries its writer's error) and tags the result tag; a build of one stage
+// (opts.Target) is left untagged, for a later build to find in the cache,
+// and tag only names it. The daemon removes
 // every intermediate container, even of a failed step, and tags only a
 // finished build. When ctx ends (an interrupt) it returns at once: closing
 // the connection makes the daemon cancel the build, kill and remove the
 // step's container and tag nothing.
 func dockerBuild(ctx context.Context, cli *client.Client, tag string, body io.ReadCloser, errc <-chan error,
 	opts build.ImageBuildOptions, progress io.Writer) error {
-	opts.Tags = []string{tag}
+	if opts.Target == "" {
+		opts.Tags = []string{tag}
+	}
 	opts.Remove, opts.ForceRemove = true, true
 	opts.Version = build.BuilderV1 // BuildKit needs a session; the classic builder is enough
 	interrupted := func(err error) error {
