@@ -645,3 +645,16 @@ func TestNoCellCanRunSaysWhy(t *testing.T) {
 		t.Errorf("memory under partition alone: %v", err)
 	}
 }
+
+// --verbose-build reaches every run's Config.
+func TestVerboseBuildReachesEveryRun(t *testing.T) {
+	spec := Spec{Preset: "quick", Seed: 1}
+	spec.Base.VerboseBuild = true
+	m, err := Expand(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := m.Config(m.Rows[0], m.Faults[0], 0, "/s"); !cfg.VerboseBuild {
+		t.Error("a run's Config lost --verbose-build")
+	}
+}

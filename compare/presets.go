@@ -71,6 +71,7 @@ func expandBase(spec Spec) harness.Config {
 	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
 	base.FreshCluster = b.FreshCluster
+	base.VerboseBuild = b.VerboseBuild
 	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
 	return base
 }
