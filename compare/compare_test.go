@@ -690,3 +690,16 @@ func TestCompareCellPoolsItsRunsResults(t *testing.T) {
 		t.Errorf("compare.md does not say %q:\n%s", want, md)
 	}
 }
+
+// --verbose-build reaches every run's Config.
+func TestVerboseBuildReachesEveryRun(t *testing.T) {
+	spec := Spec{Preset: "quick", Seed: 1}
+	spec.Base.VerboseBuild = true
+	m, err := Expand(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := m.Config(m.Rows[0], m.Faults[0], 0, "/s"); !cfg.VerboseBuild {
+		t.Error("a run's Config lost --verbose-build")
+	}
+}

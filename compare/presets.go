@@ -71,6 +71,7 @@ func expandBase(spec Spec) harness.Config {
 	base.Nodes = cmp.Or(b.Nodes, base.Nodes)
 	base.AgentBinary = b.AgentBinary
 	base.FreshCluster = b.FreshCluster
+	base.VerboseBuild = b.VerboseBuild
 	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
 	// A preset's runs are evidence: in one, a run that put safety at stake
 	// nowhere is unknown whatever its column's fault, not a valid cell

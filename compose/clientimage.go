@@ -42,9 +42,7 @@ func ClientImageTag(nodeImageID string, c *clientdir.Client, goBinary []byte) st
 // build commands run there. It is built once per set of inputs, through
 // the daemon's API; progress shows the build.
 func EnsureClientImage(ctx context.Context, cli *client.Client, nodeImage string, c *clientdir.Client, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
+	out := buildOutputOf(progress)
 	node, err := cli.ImageInspect(ctx, nodeImage)
 	if err != nil {
 		return "", fmt.Errorf("the node image %s: %w", nodeImage, daemonError(cli.DaemonHost(), err))
@@ -59,17 +57,20 @@ func EnsureClientImage(ctx context.Context, cli *client.Client, nodeImage string
 		if err != nil {
 			return "", daemonError(cli.DaemonHost(), err)
 		}
-		bin, err = goBuild(ctx, c, ver.Arch, progress)
+		step := out.Begin("client " + c.Manifest.Name + " compile (go build)")
+		bin, err = goBuild(ctx, c, ver.Arch, step)
 		if err != nil {
-			return "", err
+			return "", step.Fail(err, ctx.Err() != nil)
 		}
+		step.Done("")
 		files = append(files, clientdir.File{Name: c.Manifest.Name, Mode: 0o755, Data: bin})
 	}
 	tag := ClientImageTag(node.ID, c, bin)
 	if ok, err := imageExists(ctx, cli, tag); err != nil || ok {
 		return tag, err
 	}
-	fmt.Fprintf(progress, "compose: building client image %s from %s (%s)\n", tag, nodeImage, c.Dir)
+	step := out.Begin("client image " + c.Manifest.Name + " (docker build)")
+	fmt.Fprintf(step, "compose: building client image %s from %s (%s)\n", tag, nodeImage, c.Dir)
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
@@ -83,11 +84,12 @@ func EnsureClientImage(ctx context.Context, cli *client.Client, nodeImage string
 			"fencecheck.client":      c.Manifest.Name,
 			"fencecheck.client.hash": c.Hash(),
 		},
-	}, progress)
+	}, step)
 	if err != nil {
-		return "", fmt.Errorf("client %s (%s): %w", c.Manifest.Name, c.Dir, err)
+		return "", step.Fail(fmt.Errorf("client %s (%s): %w", c.Manifest.Name, c.Dir, err), ctx.Err() != nil)
 	}
-	fmt.Fprintf(progress, "compose: built %s in %s\n", tag, time.Since(start).Round(time.Second))
+	step.Done(tag)
+	fmt.Fprintf(out, "compose: built %s in %s\n", tag, time.Since(start).Round(time.Second))
 	return tag, nil
 }
 

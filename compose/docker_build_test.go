@@ -112,3 +112,47 @@ func TestDockerImageBuildInterrupted(t *testing.T) {
 		t.Errorf("%s exists after an interrupted build (%v)", tag, err)
 	}
 }
+
+// A build that fails in quiet mode prints the failing step's name and the
+// last lines the daemon sent of it, and tags nothing. The build is a
+// scratch one whose step prints two lines and fails.
+func TestDockerImageBuildFailureQuiet(t *testing.T) {
+	cli := dockerClient(t)
+	base := nodeImage(t, cli)
+	id := randomTestID(t)
+	tag := "fencecheck/scratch:" + id
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		cli.ImageRemove(ctx, tag, image.RemoveOptions{Force: true})
+	})
+	dockerfile := fmt.Sprintf("FROM %s\nRUN echo fencecheck-first-%s; echo fencecheck-last-%s; exit 3\n", base, id, id)
+	tarball, err := singleFileTar("Dockerfile", []byte(dockerfile), 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	errc <- nil
+	var printed bytes.Buffer
+	out := NewBuildOutput(&printed, BuildOutputOptions{LogDir: t.TempDir()})
+	step := out.Begin("scratch packages (docker build)")
+	err = dockerBuild(context.Background(), cli, tag, io.NopCloser(bytes.NewReader(tarball)), errc,
+		build.ImageBuildOptions{Dockerfile: "Dockerfile"}, step)
+	if err == nil {
+		t.Fatal("a step that exits 3 built")
+	}
+	err = step.Fail(err, false)
+	out.Close()
+	t.Logf("printed:\n%s", printed.String())
+	for _, want := range []string{"scratch packages (docker build)", "FAILED", "fencecheck-last-" + id, out.LogPath()} {
+		if !strings.Contains(printed.String(), want) {
+			t.Errorf("quiet output lacks %q", want)
+		}
+	}
+	if !strings.Contains(err.Error(), "scratch packages (docker build): ") || !strings.Contains(err.Error(), "non-zero code: 3") {
+		t.Errorf("error = %v, want the step's name and the exit code", err)
+	}
+	if _, err := cli.ImageInspect(context.Background(), tag); !cerrdefs.IsNotFound(err) {
+		t.Errorf("%s exists after a failed build (%v)", tag, err)
+	}
+}

@@ -477,3 +477,35 @@ func assertNothingLeft(t *testing.T, cli *client.Client, testID string) {
 		t.Errorf("network %s still exists", NetworkName(testID))
 	}
 }
+
+// The node image is the core image and Debian's servers on top: the
+// core's layers are the first of the node image's, and the core is the
+// smaller by the servers' packages.
+func TestDockerCoreImage(t *testing.T) {
+	cli := dockerClient(t)
+	tag := nodeImage(t, cli)
+	ctx := context.Background()
+	core, err := EnsureCoreImage(ctx, cli, &logWriter{t: t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if core != CoreImageTag() {
+		t.Fatalf("EnsureCoreImage returned %s, want %s", core, CoreImageTag())
+	}
+	coreInfo, err := cli.ImageInspect(ctx, core)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeInfo, err := cli.ImageInspect(ctx, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, nl := coreInfo.RootFS.Layers, nodeInfo.RootFS.Layers
+	if len(nl) <= len(cl) || strings.Join(nl[:len(cl)], ",") != strings.Join(cl, ",") {
+		t.Errorf("%s (%d layers) is not built on %s (%d layers)", tag, len(nl), core, len(cl))
+	}
+	if got := strings.Join(coreInfo.Config.Cmd, " "); got != "sleep infinity" {
+		t.Errorf("the core's CMD = %q, want sleep infinity", got)
+	}
+	t.Logf("%s %.0f MB, %s %.0f MB", core, float64(coreInfo.Size)/1e6, tag, float64(nodeInfo.Size)/1e6)
+}

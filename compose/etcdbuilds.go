@@ -84,22 +84,30 @@ func EtcdBinary(ctx context.Context, version, goarch string, progress io.Writer)
 // the wrapper module's files, so a new etcd release never finds an old
 // binary.
 func cachedEtcd(ctx context.Context, version, goarch string, progress io.Writer) ([]byte, error) {
+	out := buildOutputOf(progress)
 	path := etcdCachePath(version, goarch)
 	if path != "" {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(progress, "compose: etcd %s (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
+			fmt.Fprintf(out, "compose: etcd %s (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
 			return b, nil
 		}
 	}
-	b, err := buildEtcd(ctx, version, goarch, progress)
-	if err != nil || path == "" {
-		return b, err
+	step := out.Begin(fmt.Sprintf("etcd %s compile (go build)", version))
+	b, err := buildEtcd(ctx, version, goarch, step)
+	if err != nil {
+		return nil, step.Fail(err, ctx.Err() != nil)
 	}
-	if err := writeAtomically(path, b); err != nil {
-		// A cache that cannot be written costs the next build a compile,
-		// nothing more.
-		fmt.Fprintf(progress, "compose: could not keep etcd %s in the cache: %v\n", version, err)
+	detail := fmt.Sprintf("%.0f MB", float64(len(b))/1e6)
+	if path != "" {
+		if err := writeAtomically(path, b); err != nil {
+			// A cache that cannot be written costs the next build a compile,
+			// nothing more.
+			detail += fmt.Sprintf(", not kept (%v)", err)
+		} else {
+			detail += ", kept in " + filepath.Dir(path)
+		}
 	}
+	step.Done(detail)
 	return b, nil
 }
 

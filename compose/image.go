@@ -1,7 +1,6 @@
 package compose
 
 import (
-	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"embed"
@@ -23,38 +22,88 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 )
 
-// The node image's build context: the Dockerfile and the files it copies,
-// except etcd-3.6, which BuildImage compiles from etcdModules["3.6"].
+// The node image is built in two parts, so that a first run waits only
+// for what it needs:
+//
+//   - the core image, fencecheck/node:core-<hash>: Debian's minimal base,
+//     the tools every test needs (iptables, iproute2, procps, libfaketime)
+//     and the servers compiled on this host (compiledServers: etcd 3.6). An
+//     etcd run on the fenced storage needs nothing more.
+//   - the node image, fencecheck/node:<hash>: the core and Debian's servers
+//     (ZooKeeper on the headless JRE, PostgreSQL, Redis, etcd 3.4), built
+//     FROM the core the first time a run needs one of them.
+//
+// Each tag is a hash of its inputs, so either is rebuilt only when they
+// change.
+
+// The core image's build context: the Dockerfile and the files it copies,
+// except bin/, the compiled servers.
 //
 //go:embed node
 var nodeContext embed.FS
 
+// The servers' layer's build context.
+//
+//go:embed servers
+var serversContext embed.FS
+
 const (
-	// ImageRepository is the repository of the node image; its tag is the
-	// hash of the image's inputs (see ImageTag).
+	// ImageRepository is the repository of the node images; the core's tag
+	// is core-<hash of its inputs> (CoreImageTag), the whole node image's
+	// the hash of its own (ImageTag).
 	ImageRepository = "fencecheck/node"
-	// BaseImage is the image the Dockerfile starts FROM. fencecheck never
-	// pulls it: when it is missing, BuildImage makes it with debootstrap.
+	// BaseImage is the image the core's Dockerfile starts FROM. fencecheck
+	// never pulls it: when it is missing, it is made with debootstrap.
 	BaseImage = "debian:bookworm-slim"
 
 	etcd36Binary = "etcd-" + EtcdImageVersion
 )
 
-// input is one named input of the node image.
+// compiledServer is a server the core image carries in /usr/local/bin,
+// compiled on this host (from the Go module proxy) rather than installed
+// from Debian. Every one is compiled side by side with the base image's
+// debootstrap, each a step of the build. Another compiled server is one
+// more entry in compiledServers.
+type compiledServer struct {
+	// binary is its file name in /usr/local/bin.
+	binary string
+	// inputs are its sources, part of the core image's tag.
+	inputs func() []input
+	// compile returns the binary for linux/goarch (from a cache, or
+	// compiled now as a step of out).
+	compile func(ctx context.Context, goarch string, out *BuildOutput) ([]byte, error)
+}
+
+func compiledServers() []compiledServer {
+	return []compiledServer{{
+		binary: etcd36Binary,
+		inputs: func() []input {
+			var in []input
+			for name, text := range etcdModules[EtcdImageVersion] {
+				in = append(in, input{name: etcdModuleDir(EtcdImageVersion) + "/" + name, data: []byte(text)})
+			}
+			return in
+		},
+		compile: func(ctx context.Context, goarch string, out *BuildOutput) ([]byte, error) {
+			return cachedEtcd(ctx, EtcdImageVersion, goarch, out)
+		},
+	}}
+}
+
+// input is one named input of an image.
 type input struct {
 	name string
 	data []byte
 }
 
-// imageInputs lists everything the image is made from: the build context
-// under node/ and the etcd 3.6 wrapper's sources under etcd36/.
-func imageInputs() []input {
+// embeddedInputs lists the files of an embedded build context under dir.
+func embeddedInputs(fsys embed.FS, dir string) []input {
 	var in []input
-	err := fs.WalkDir(nodeContext, "node", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := nodeContext.ReadFile(p)
+		b, err := fsys.ReadFile(p)
 		if err != nil {
 			return err
 		}
@@ -64,10 +113,24 @@ func imageInputs() []input {
 	if err != nil {
 		panic("compose: reading the embedded build context: " + err.Error())
 	}
-	for name, text := range etcdModules[EtcdImageVersion] {
-		in = append(in, input{name: "etcd36/" + name, data: []byte(text)})
+	return in
+}
+
+// coreInputs lists everything the core image is made from: the build
+// context under node/ and the compiled servers' sources (etcd36/...).
+func coreInputs() []input {
+	in := embeddedInputs(nodeContext, "node")
+	for _, s := range compiledServers() {
+		in = append(in, s.inputs()...)
 	}
 	return in
+}
+
+// imageInputs lists everything the node image is made from: the core
+// image's tag and the servers' layer's build context under servers/.
+func imageInputs() []input {
+	in := embeddedInputs(serversContext, "servers")
+	return append(in, input{name: "core", data: []byte(CoreImageTag())})
 }
 
 // inputsHash is the first 12 hex digits of a SHA-256 over the inputs in
@@ -89,139 +152,230 @@ func inputsHash(in []input) string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
-// ImageTag is the node image's reference, fencecheck/node:<hash of inputs>.
-// It changes whenever the Dockerfile, a file of the build context or the
-// etcd 3.6 wrapper changes; the Debian mirror and package versions it was
-// built against are not part of it.
+// CoreImageTag is the core image's reference, fencecheck/node:core-<hash>.
+// It changes whenever its Dockerfile, a file of its build context or a
+// compiled server's sources change; the Debian mirror and package versions
+// it was built against are not part of it.
+func CoreImageTag() string {
+	return ImageRepository + ":core-" + inputsHash(coreInputs())
+}
+
+// ImageTag is the node image's reference, fencecheck/node:<hash>: the core
+// image and Debian's servers. It changes whenever the core's tag or a file
+// of compose/servers changes.
 func ImageTag() string {
 	return ImageRepository + ":" + inputsHash(imageInputs())
 }
 
+// EnsureCoreImage returns CoreImageTag at once when the daemon has that
+// image, and builds it otherwise: the base image (debootstrap) and the
+// compiled servers side by side, then its Dockerfile.
+func EnsureCoreImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
+	tag := CoreImageTag()
+	exists, err := imageExists(ctx, cli, tag)
+	if err != nil || exists {
+		return tag, err
+	}
+	return buildWithInterrupt(ctx, tag, func() (string, error) {
+		return buildCore(ctx, cli, tag, buildOutputOf(progress), true)
+	})
+}
+
 // EnsureImage returns ImageTag at once when the daemon has that image, and
-// builds it with BuildImage otherwise.
+// builds it otherwise: the core image first if missing, then Debian's
+// servers on top.
 func EnsureImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
 	tag := ImageTag()
 	exists, err := imageExists(ctx, cli, tag)
-	if err != nil {
-		return "", err
-	}
-	if exists {
-		return tag, nil
+	if err != nil || exists {
+		return tag, err
 	}
 	return BuildImage(ctx, cli, progress)
 }
 
-// BuildImage builds the node image and tags it ImageTag, reusing the
-// daemon's cached layers where the inputs allow. It first makes the base
-// image with debootstrap if the daemon lacks it, then compiles etcd 3.6 with
-// the host's Go toolchain, then runs the Dockerfile (which installs Debian's
-// servers from the host's mirror). Progress goes to progress (may be nil).
+// BuildImage builds the core image and the node image on it and tags them
+// CoreImageTag and ImageTag, reusing the daemon's cached layers where the
+// inputs allow: the base image with debootstrap if the daemon lacks it and
+// the compiled servers (etcd 3.6, with the host's Go toolchain) side by
+// side, then the core's Dockerfile, then Debian's servers (both from the
+// host's mirror). Progress goes to progress (may be nil); a *BuildOutput
+// prints one line per step.
 func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
 	tag := ImageTag()
-	tagged, err := buildImage(ctx, cli, tag, progress)
+	return buildWithInterrupt(ctx, tag, func() (string, error) {
+		out := buildOutputOf(progress)
+		start := time.Now()
+		core, err := buildCore(ctx, cli, CoreImageTag(), out, false)
+		if err != nil {
+			return "", err
+		}
+		if err := buildServers(ctx, cli, core, tag, out); err != nil {
+			return "", err
+		}
+		out.Linef("built %s in %s (on %s)", tag, formatElapsed(time.Since(start)), core)
+		return tag, nil
+	})
+}
+
+// buildWithInterrupt names an interrupt that cut a step short.
+func buildWithInterrupt(ctx context.Context, tag string, build func() (string, error)) (string, error) {
+	tagged, err := build()
 	if err != nil && ctx.Err() != nil && !strings.Contains(err.Error(), "interrupted") {
-		// debootstrap, the import or the etcd compile, cut short.
+		// debootstrap, the import or a compile, cut short.
 		err = fmt.Errorf("building %s: interrupted (%w); nothing was tagged", tag, err)
 	}
 	return tagged, err
 }
 
-func buildImage(ctx context.Context, cli *client.Client, tag string, progress io.Writer) (string, error) {
+// buildCore builds the core image: the base image (when the daemon lacks
+// it) and the compiled servers side by side, each a step, then the core's
+// Dockerfile. alone: it is the whole build, so it says when it is done.
+func buildCore(ctx context.Context, cli *client.Client, tag string, out *BuildOutput, alone bool) (string, error) {
 	start := time.Now()
 	mirrors := HostMirrors()
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
 		return "", daemonError(cli.DaemonHost(), err)
 	}
+	haveBase, err := imageExists(ctx, cli, BaseImage)
+	if err != nil {
+		return "", err
+	}
+	out.Linef("building %s (Debian from %s)", tag, mirrors.Archive)
 
-	// The base image (debootstrap, import) and the etcd 3.6 compile need
-	// nothing of each other: on a fresh machine they run side by side,
-	// each writing whole lines of progress.
-	out := &lineSink{w: progress}
-	var (
-		etcd             []byte
-		baseErr, etcdErr error
-		baseTook         time.Duration
-		etcdTook         time.Duration
-		wg               sync.WaitGroup
-	)
+	// The base image (debootstrap, import) and then the core's tools
+	// (apt) need nothing of the compiles: on a fresh machine they run side
+	// by side, each a step of its own. The first failure cancels the
+	// others.
+	servers := compiledServers()
+	bins := make([][]byte, len(servers))
+	errs := make([]error, len(servers)+1)
+	var wg sync.WaitGroup
 	bctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		w := out.writer()
-		defer w.Close()
-		t := time.Now()
-		if baseErr = EnsureBaseImage(bctx, cli, mirrors, w); baseErr != nil {
-			cancel()
-		}
-		baseTook = time.Since(t)
-	}()
-	go func() {
-		defer wg.Done()
-		w := out.writer()
-		defer w.Close()
-		t := time.Now()
-		if etcd, etcdErr = cachedEtcd(bctx, EtcdImageVersion, ver.Arch, w); etcdErr != nil {
-			cancel()
-		}
-		etcdTook = time.Since(t)
-	}()
-	wg.Wait()
-	// The first failure is the one to name; the other was cancelled by it.
-	switch {
-	case baseErr != nil && (etcdErr == nil || !errors.Is(baseErr, context.Canceled)):
-		return "", baseErr
-	case etcdErr != nil:
-		return "", etcdErr
-	}
-
-	fmt.Fprintf(progress, "compose: building %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
-	buildStart := time.Now()
-	body, errc := buildContext(etcd)
 	archive, security := mirrors.Archive, mirrors.Security
-	err = dockerBuild(ctx, cli, tag, body, errc, build.ImageBuildOptions{
+	opts := build.ImageBuildOptions{
 		Dockerfile: "Dockerfile",
 		PullParent: false,
 		BuildArgs: map[string]*string{
 			"DEBIAN_MIRROR":          &archive,
 			"DEBIAN_SECURITY_MIRROR": &security,
 		},
-		Labels: map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")},
-	}, progress)
-	if err != nil {
-		return "", err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if !haveBase {
+			step := out.Begin("base image " + BaseImage + " (debootstrap, import)")
+			if err := EnsureBaseImage(bctx, cli, mirrors, step); err != nil {
+				cancel()
+				errs[len(servers)] = step.Fail(err, ctx.Err() != nil || errors.Is(err, context.Canceled))
+				return
+			}
+			step.Done("")
+		}
+		// The tools stage alone, untagged: the core's build below finds
+		// it in the daemon's cache.
+		step := out.Begin("core tools: iptables, iproute2, procps, libfaketime (docker build)")
+		fmt.Fprintf(step, "compose: building the tools stage of %s (archive %s, security %q)\n", tag, mirrors.Archive, mirrors.Security)
+		body, errc := streamContext(func(w io.Writer) error { return writeCoreContext(w, nil) })
+		tools := opts
+		tools.Target = "tools"
+		if err := dockerBuild(bctx, cli, tag+" (its tools stage)", body, errc, tools, step); err != nil {
+			cancel()
+			errs[len(servers)] = step.Fail(err, ctx.Err() != nil || errors.Is(err, context.Canceled))
+			return
+		}
+		step.Done("")
+	}()
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if bins[i], errs[i] = s.compile(bctx, ver.Arch, out); errs[i] != nil {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	// The first failure is the one to name; the others were cancelled by it.
+	var firstErr error
+	for _, err := range errs {
+		if err != nil && (firstErr == nil || errors.Is(firstErr, context.Canceled) && !errors.Is(err, context.Canceled)) {
+			firstErr = err
+		}
+	}
+	if firstErr != nil {
+		return "", firstErr
 	}
 
+	step := out.Begin("core image (docker build)")
+	files := make([]contextFile, 0, len(servers))
+	for i, s := range servers {
+		files = append(files, contextFile{"bin/" + s.binary, 0o755, bins[i]})
+	}
+	body, errc := streamContext(func(w io.Writer) error { return writeCoreContext(w, files) })
+	opts.Labels = map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")}
+	err = dockerBuild(ctx, cli, tag, body, errc, opts, step)
+	if err != nil {
+		return "", step.Fail(err, ctx.Err() != nil)
+	}
+	size, err := imageSize(ctx, cli, tag)
+	if err != nil {
+		return "", step.Fail(err, false)
+	}
+	step.Done(size)
+	if alone {
+		out.Linef("built %s in %s", tag, formatElapsed(time.Since(start)))
+	}
+	return tag, nil
+}
+
+// buildServers builds the node image tag: Debian's servers on the core
+// image core.
+func buildServers(ctx context.Context, cli *client.Client, core, tag string, out *BuildOutput) error {
+	step := out.Begin("Debian's servers (docker build)")
+	fmt.Fprintf(step, "compose: building %s on %s\n", tag, core)
+	body, errc := streamContext(func(w io.Writer) error { return writeServersContext(w) })
+	err := dockerBuild(ctx, cli, tag, body, errc, build.ImageBuildOptions{
+		Dockerfile: "Dockerfile",
+		PullParent: false,
+		BuildArgs:  map[string]*string{"CORE_IMAGE": &core},
+		Labels:     map[string]string{"fencecheck.inputs": strings.TrimPrefix(tag, ImageRepository+":")},
+	}, step)
+	if err != nil {
+		return step.Fail(err, ctx.Err() != nil)
+	}
+	size, err := imageSize(ctx, cli, tag)
+	if err != nil {
+		return step.Fail(err, false)
+	}
+	step.Done(size + ": ZooKeeper, PostgreSQL, Redis, etcd 3.4")
+	return nil
+}
+
+// imageSize says how big a just-built image is ("782 MB").
+func imageSize(ctx context.Context, cli *client.Client, tag string) (string, error) {
 	inspect, err := cli.ImageInspect(ctx, tag)
 	if err != nil {
 		return "", fmt.Errorf("building %s: the build ended but the image is missing: %w", tag, err)
 	}
-	fmt.Fprintf(progress, "compose: built %s in %s, %.0f MB: %s\n", tag, time.Since(start).Round(time.Second),
-		float64(inspect.Size)/1e6, buildSplit(baseTook, etcdTook, time.Since(buildStart)))
-	return tag, nil
-}
-
-// buildSplit says where an image build's time went: the two steps that
-// run side by side, then the Dockerfile (Debian's packages).
-func buildSplit(base, etcd, packages time.Duration) string {
-	return fmt.Sprintf("base image %s and etcd 3.6 %s side by side, then Debian's packages (docker build) %s",
-		base.Round(time.Second), etcd.Round(time.Second), packages.Round(time.Second))
+	return fmt.Sprintf("%.0f MB", float64(inspect.Size)/1e6), nil
 }
 
 // dockerBuild runs one classic-builder build of body (a tar stream; errc
-// carries its writer's error) and tags the result tag. The daemon removes
+// carries its writer's error) and tags the result tag; a build of one stage
+// (opts.Target) is left untagged, for a later build to find in the cache,
+// and tag only names it. The daemon removes
 // every intermediate container, even of a failed step, and tags only a
 // finished build. When ctx ends (an interrupt) it returns at once: closing
 // the connection makes the daemon cancel the build, kill and remove the
 // step's container and tag nothing.
 func dockerBuild(ctx context.Context, cli *client.Client, tag string, body io.ReadCloser, errc <-chan error,
 	opts build.ImageBuildOptions, progress io.Writer) error {
-	opts.Tags = []string{tag}
+	if opts.Target == "" {
+		opts.Tags = []string{tag}
+	}
 	opts.Remove, opts.ForceRemove = true, true
 	opts.Version = build.BuilderV1 // BuildKit needs a session; the classic builder is enough
 	interrupted := func(err error) error {
@@ -263,13 +417,6 @@ func imageExists(ctx context.Context, cli *client.Client, ref string) (bool, err
 	}
 }
 
-// buildContext streams the tar of the build context: the embedded node/
-// files at its root and the etcd 3.6 binary. The returned channel carries
-// the writer's error once the stream ends.
-func buildContext(etcd []byte) (io.ReadCloser, <-chan error) {
-	return streamContext(func(w io.Writer) error { return writeBuildContext(w, etcd) })
-}
-
 // streamContext runs write into a pipe for dockerBuild to read; the
 // channel carries write's error once the stream ends.
 func streamContext(write func(io.Writer) error) (io.ReadCloser, <-chan error) {
@@ -283,35 +430,26 @@ func streamContext(write func(io.Writer) error) (io.ReadCloser, <-chan error) {
 	return pr, errc
 }
 
-func writeBuildContext(w io.Writer, etcd []byte) error {
-	tw := tar.NewWriter(w)
-	add := func(name string, mode int64, data []byte) error {
-		hdr := &tar.Header{
-			Name:     name,
-			Mode:     mode,
-			Size:     int64(len(data)),
-			ModTime:  time.Unix(0, 0),
-			Typeflag: tar.TypeReg,
-			Format:   tar.FormatPAX,
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		_, err := tw.Write(data)
-		return err
+// writeCoreContext writes the core image's build context: the embedded
+// node/ files at its root and the compiled servers (bin/...).
+func writeCoreContext(w io.Writer, compiled []contextFile) error {
+	return writeContext(w, append(embeddedContext(nodeContext, "node"), compiled...))
+}
+
+// writeServersContext writes the servers' layer's build context, the
+// embedded servers/ files at its root.
+func writeServersContext(w io.Writer) error {
+	return writeContext(w, embeddedContext(serversContext, "servers"))
+}
+
+// embeddedContext is an embedded directory's files as a build context's,
+// at its root.
+func embeddedContext(fsys embed.FS, dir string) []contextFile {
+	var files []contextFile
+	for _, in := range embeddedInputs(fsys, dir) {
+		files = append(files, contextFile{strings.TrimPrefix(in.name, dir+"/"), 0o644, in.data})
 	}
-	for _, in := range imageInputs() {
-		if !strings.HasPrefix(in.name, "node/") {
-			continue
-		}
-		if err := add(strings.TrimPrefix(in.name, "node/"), 0o644, in.data); err != nil {
-			return err
-		}
-	}
-	if err := add(etcd36Binary, 0o755, etcd); err != nil {
-		return err
-	}
-	return tw.Close()
+	return files
 }
 
 // readMessages decodes a daemon's JSON message stream (build, import),

@@ -45,45 +45,45 @@ func TestInputsHash(t *testing.T) {
 
 func TestImageInputsCoverEverything(t *testing.T) {
 	names := map[string]bool{}
+	for _, in := range coreInputs() {
+		names[in.name] = true
+	}
+	for _, want := range []string{"node/Dockerfile", "node/dpkg-nodoc", "node/apt-fencecheck.conf",
+		"etcd36/go.mod", "etcd36/go.sum", "etcd36/main.go"} {
+		if !names[want] {
+			t.Errorf("%s is not an input of the core image's hash", want)
+		}
+	}
+	names = map[string]bool{}
 	for _, in := range imageInputs() {
 		names[in.name] = true
 	}
-	for _, want := range []string{"node/Dockerfile", "node/dpkg-nodoc", "node/apt-fencecheck.conf", "node/headless-jre.control",
-		"etcd36/go.mod", "etcd36/go.sum", "etcd36/main.go"} {
+	for _, want := range []string{"servers/Dockerfile", "servers/headless-jre.control", "core"} {
 		if !names[want] {
-			t.Errorf("%s is not an input of the image hash", want)
+			t.Errorf("%s is not an input of the node image's hash", want)
 		}
 	}
 
-	// Changing the etcd wrapper changes the tag.
-	before := ImageTag()
+	// Changing the etcd wrapper changes both tags.
+	core, before := CoreImageTag(), ImageTag()
 	saved := etcdModules[EtcdImageVersion]["main.go"]
 	etcdModules[EtcdImageVersion]["main.go"] = saved + "\n// changed\n"
-	after := ImageTag()
+	coreAfter, after := CoreImageTag(), ImageTag()
 	etcdModules[EtcdImageVersion]["main.go"] = saved
-	if before == after {
-		t.Error("changing compose/etcd36/main.go does not change the tag")
+	if core == coreAfter || before == after {
+		t.Error("changing compose/etcd36/main.go does not change the tags")
+	}
+	if !strings.HasPrefix(core, ImageRepository+":core-") || core == before {
+		t.Errorf("core tag %s, node tag %s", core, before)
 	}
 }
 
-// TestBuildContext checks the tar sent to the daemon: every file the
-// Dockerfile COPYs is in it, the binary is executable, and the stream is
-// the same every time (so the daemon's cache can match it).
-func TestBuildContext(t *testing.T) {
-	etcd := []byte("\x7fELF fake etcd")
-	var first, second bytes.Buffer
-	if err := writeBuildContext(&first, etcd); err != nil {
-		t.Fatal(err)
-	}
-	if err := writeBuildContext(&second, etcd); err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(first.Bytes(), second.Bytes()) {
-		t.Error("the build context differs between two writes")
-	}
+// contextFiles reads a build context's tar into names and contents.
+func contextFiles(t *testing.T, r io.Reader) (map[string]*tar.Header, map[string]string) {
+	t.Helper()
 	files := map[string]*tar.Header{}
 	contents := map[string]string{}
-	tr := tar.NewReader(&first)
+	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -96,13 +96,12 @@ func TestBuildContext(t *testing.T) {
 		files[hdr.Name] = hdr
 		contents[hdr.Name] = string(b)
 	}
-	if files[etcd36Binary] == nil || files[etcd36Binary].Mode != 0o755 || contents[etcd36Binary] != string(etcd) {
-		t.Errorf("etcd binary in the context: %+v", files[etcd36Binary])
-	}
-	dockerfile, ok := contents["Dockerfile"]
-	if !ok {
-		t.Fatal("no Dockerfile in the context")
-	}
+	return files, contents
+}
+
+// checkCopies checks that every file a Dockerfile COPYs is in its context.
+func checkCopies(t *testing.T, files map[string]*tar.Header, dockerfile string, atLeast int) {
+	t.Helper()
 	sc := bufio.NewScanner(strings.NewReader(dockerfile))
 	copies := 0
 	for sc.Scan() {
@@ -110,20 +109,70 @@ func TestBuildContext(t *testing.T) {
 		if len(f) >= 3 && f[0] == "COPY" {
 			copies++
 			for _, src := range f[1 : len(f)-1] {
-				if files[src] == nil {
+				found := files[src] != nil
+				for name := range files {
+					found = found || strings.HasSuffix(src, "/") && strings.HasPrefix(name, src)
+				}
+				if !found {
 					t.Errorf("Dockerfile copies %s, which is not in the context", src)
 				}
 			}
 		}
 	}
-	if copies < 3 {
-		t.Errorf("found %d COPY lines", copies)
+	if copies < atLeast {
+		t.Errorf("found %d COPY lines, want at least %d", copies, atLeast)
 	}
-	for _, want := range []string{"FROM " + BaseImage, `CMD ["sleep", "infinity"]`, "policy-rc.d",
-		"etcd-server", "zookeeper", "postgresql", "redis-server", "iptables", "iproute2", "procps",
-		"rm -rf /var/lib/apt/lists/*"} {
+}
+
+// TestBuildContext checks the tars sent to the daemon: every file a
+// Dockerfile COPYs is in its context, the compiled servers are executable
+// under bin/, and each stream is the same every time (so the daemon's
+// cache can match it).
+func TestBuildContext(t *testing.T) {
+	compiled := []contextFile{{"bin/" + etcd36Binary, 0o755, []byte("\x7fELF fake etcd")}}
+	var first, second bytes.Buffer
+	if err := writeCoreContext(&first, compiled); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeCoreContext(&second, compiled); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first.Bytes(), second.Bytes()) {
+		t.Error("the core's build context differs between two writes")
+	}
+	files, contents := contextFiles(t, &first)
+	bin := "bin/" + etcd36Binary
+	if files[bin] == nil || files[bin].Mode != 0o755 || contents[bin] != string(compiled[0].data) {
+		t.Errorf("etcd binary in the context: %+v", files[bin])
+	}
+	dockerfile, ok := contents["Dockerfile"]
+	if !ok {
+		t.Fatal("no Dockerfile in the core's context")
+	}
+	checkCopies(t, files, dockerfile, 3)
+	for _, want := range []string{"FROM " + BaseImage, `CMD ["sleep", "infinity"]`, "COPY bin/ /usr/local/bin/",
+		"iptables", "iproute2", "procps", "libfaketime", "rm -rf /var/lib/apt/lists/*"} {
 		if !strings.Contains(dockerfile, want) {
-			t.Errorf("Dockerfile lacks %q", want)
+			t.Errorf("the core's Dockerfile lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"zookeeper", "postgresql", "redis-server", "etcd-server"} {
+		if strings.Contains(dockerfile, unwanted) {
+			t.Errorf("the core's Dockerfile installs %q, which an etcd run does not need", unwanted)
+		}
+	}
+
+	var servers bytes.Buffer
+	if err := writeServersContext(&servers); err != nil {
+		t.Fatal(err)
+	}
+	files, contents = contextFiles(t, &servers)
+	dockerfile = contents["Dockerfile"]
+	checkCopies(t, files, dockerfile, 1)
+	for _, want := range []string{"FROM ${CORE_IMAGE}", `CMD ["sleep", "infinity"]`, "policy-rc.d",
+		"etcd-server", "zookeeper", "postgresql", "redis-server", "rm -rf /var/lib/apt/lists/*"} {
+		if !strings.Contains(dockerfile, want) {
+			t.Errorf("the servers' Dockerfile lacks %q", want)
 		}
 	}
 }

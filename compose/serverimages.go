@@ -42,25 +42,23 @@ func EtcdImageTag(version string) string { return EtcdImageRepository + ":v" + v
 // now), for the engine's architecture. It needs no registry and no base
 // image.
 func BuildEtcdImage(ctx context.Context, cli *client.Client, version string, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
+	out := buildOutputOf(progress)
 	ver, err := cli.ServerVersion(ctx)
 	if err != nil {
 		return "", daemonError(cli.DaemonHost(), err)
 	}
-	bin, err := EtcdBinary(ctx, version, ver.Arch, progress)
+	bin, err := EtcdBinary(ctx, version, ver.Arch, out)
 	if err != nil {
 		return "", err
 	}
 	tag := EtcdImageTag(version)
-	start := time.Now()
+	step := out.Begin("server image " + tag + " (docker build)")
 	pr, errc := streamContext(func(w io.Writer) error { return writeEtcdImageContext(w, bin) })
 	if err := dockerBuild(ctx, cli, tag, pr, errc, build.ImageBuildOptions{Dockerfile: "Dockerfile",
-		Labels: map[string]string{"fencecheck.server-image": "etcd " + version}}, progress); err != nil {
-		return "", err
+		Labels: map[string]string{"fencecheck.server-image": "etcd " + version}}, step); err != nil {
+		return "", step.Fail(err, ctx.Err() != nil)
 	}
-	fmt.Fprintf(progress, "compose: built %s in %s: etcd %s alone, in the official image's layout, no shell\n", tag, time.Since(start).Round(time.Second), version)
+	step.Done("etcd " + version + " alone, in the official image's layout, no shell")
 	return tag, nil
 }
 
@@ -114,20 +112,18 @@ CMD ["redis-server"]
 // BuildRedisImage builds RedisImageTag from the node image (built first
 // if missing). It needs no registry.
 func BuildRedisImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
-	node, err := EnsureImage(ctx, cli, progress)
+	out := buildOutputOf(progress)
+	node, err := EnsureImage(ctx, cli, out)
 	if err != nil {
 		return "", err
 	}
-	start := time.Now()
+	step := out.Begin("server image " + RedisImageTag + " (docker build)")
 	dockerfile := []byte(fmt.Sprintf(redisImageDockerfile, node))
 	pr, errc := streamContext(func(w io.Writer) error { return writeContext(w, []contextFile{{"Dockerfile", 0o644, dockerfile}}) })
 	if err := dockerBuild(ctx, cli, RedisImageTag, pr, errc, build.ImageBuildOptions{Dockerfile: "Dockerfile",
-		Labels: map[string]string{"fencecheck.server-image": "redis"}}, progress); err != nil {
-		return "", err
+		Labels: map[string]string{"fencecheck.server-image": "redis"}}, step); err != nil {
+		return "", step.Fail(err, ctx.Err() != nil)
 	}
-	fmt.Fprintf(progress, "compose: built %s in %s: Debian's redis-server and its libraries alone, in the official image's layout, no shell\n", RedisImageTag, time.Since(start).Round(time.Second))
+	step.Done("Debian's redis-server and its libraries alone, in the official image's layout, no shell")
 	return RedisImageTag, nil
 }

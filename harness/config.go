@@ -104,6 +104,9 @@ type Config struct {
 	// earlier run of the same process would do (check compare,
 	// --test-count; see Clusters).
 	FreshCluster bool
+	// VerboseBuild streams the output of the image builds and compiles a
+	// run needs (debootstrap, apt, go, docker) instead of one line per step.
+	VerboseBuild bool
 	// NoNetworkDelay drops the in-process backend's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool

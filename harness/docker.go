@@ -125,6 +125,16 @@ func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) err
 	return nil
 }
 
+// coreImageEnough: the run's servers and storage need only the core node
+// image, so a first run does not wait for Debian's servers.
+func coreImageEnough(b registry.Info, cfg *Config, s registry.Setup) bool {
+	if b.CoreImage == nil || !b.CoreImage(s) {
+		return false
+	}
+	k, shared := registry.Storage(cfg.Storage)
+	return !shared || k.CoreImage
+}
+
 func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
 	b, _ := registry.Lookup(cfg.Backend)
 	if b.NewDB == nil {
@@ -151,7 +161,16 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 		return nil, err
 	}
 	st.phase("image")
-	image, err := compose.EnsureImage(ctx, cli, progress)
+	// The images and compiles a run may need print one line per step
+	// (the tools' output in a log file) unless --verbose-build.
+	build := compose.NewBuildOutput(progress, compose.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: compose.BuildLogDir()})
+	defer build.Close()
+	progress = build
+	ensureImage := compose.EnsureImage
+	if coreImageEnough(b, cfg, cfg.setup(id)) {
+		ensureImage = compose.EnsureCoreImage
+	}
+	image, err := ensureImage(ctx, cli, progress)
 	if err != nil {
 		return nil, fmt.Errorf("the node image: %w", err)
 	}

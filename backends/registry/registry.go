@@ -158,6 +158,12 @@ type Info struct {
 	OneEndpoint  bool
 	AllEndpoints string
 
+	// CoreImage, when set, says that a Docker run of this setup needs
+	// only the core node image (compose.EnsureCoreImage: the tools and the
+	// servers compiled on the host), not Debian's servers on top of it,
+	// so a first run does not wait for them. Nil: the whole node image.
+	CoreImage func(s Setup) bool
+
 	// NewDB makes the servers' side for a Docker run and says how many
 	// server nodes it needs. It must not start anything: validation calls
 	// it to learn the server count before anything is created. An error
@@ -379,6 +385,9 @@ type StorageKind struct {
 	// Client, when set, lets a --client program write to this storage
 	// itself, with its own fence check.
 	Client *ClientStorage
+	// CoreImage: the storage's server runs on the core node image
+	// (Info.CoreImage); false, it needs the whole node image.
+	CoreImage bool
 }
 
 // ClientStorage is a storage a --client program reads and writes itself,
@@ -466,6 +475,8 @@ const DefaultStorage = "fenced"
 func init() {
 	RegisterStorage(StorageKind{
 		Name: DefaultStorage,
+		// The fenced node is the check binary itself.
+		CoreImage: true,
 		Start: func(ctx context.Context, c *compose.Cluster, s Setup) (string, string, error) {
 			url, err := fenced.StartNode(ctx, c, s.Fencing)
 			return url, "", err

@@ -20,14 +20,20 @@ func failed(err error) error { return &exitError{harness.ExitFailed, err} }
 func newImageCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "The node image every container runs",
 		Example: "  check image build            # make fencecheck/node:<hash>; a run builds it when missing"}
+	var verbose bool
 	build := &cobra.Command{
 		Use:   "build",
-		Short: "Build fencecheck/node:<hash> locally (no registry needed), printing progress",
-		Long: `image build makes the node image from Debian bookworm: where no registry answers,
-the base comes from debootstrap and docker import; then the servers (etcd,
-ZooKeeper, PostgreSQL, Redis) are installed from Debian's packages and etcd 3.6
-is built from the Go module proxy. The tag is a hash of the inputs, so a rebuild
-is only needed when they change.`,
+		Short: "Build the node images fencecheck/node:core-<hash> and fencecheck/node:<hash> locally (no registry needed)",
+		Long: `image build makes the node images from Debian bookworm: where no registry
+answers, the base comes from debootstrap and docker import. The core image,
+fencecheck/node:core-<hash>, adds the tools every test needs and etcd 3.6 built
+from the Go module proxy: an etcd run on the fenced storage needs nothing more.
+The node image, fencecheck/node:<hash>, adds Debian's servers on top of it
+(ZooKeeper, PostgreSQL, Redis, etcd 3.4). A run builds whichever it needs on
+first use; this builds both. Each tag is a hash of the inputs, so a rebuild is
+only needed when they change. One line per step; the tools' output goes to a
+log file (--verbose streams it).
+`,
 		Example: "  check image build",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -39,15 +45,15 @@ is only needed when they change.`,
 			if err != nil {
 				return failed(err)
 			}
-			start := time.Now()
-			tag, err := compose.BuildImage(ctx, cli, cmd.OutOrStdout())
-			if err != nil {
+			out := buildOutput(cmd, verbose)
+			defer out.Close()
+			if _, err := compose.BuildImage(ctx, cli, out); err != nil {
 				return failed(err)
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s in %s\n", tag, time.Since(start).Round(time.Second))
 			return nil
 		},
 	}
+	build.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of debootstrap, apt, go and docker (default: one line per step, the rest in a log file)")
 	server := &cobra.Command{
 		Use:   "server BACKEND [VERSION]",
 		Short: "Build a shell-less server image in the official image's layout, for --server-image where no registry is at hand",
@@ -69,7 +75,9 @@ registry answers, pass the official image to --server-image instead
 			if err != nil {
 				return failed(err)
 			}
-			tag, err := li.Build(ctx, cli, version, cmd.OutOrStdout())
+			out := buildOutput(cmd, verbose)
+			defer out.Close()
+			tag, err := li.Build(ctx, cli, version, out)
 			if err != nil {
 				return failed(err)
 			}
@@ -77,8 +85,15 @@ registry answers, pass the official image to --server-image instead
 			return nil
 		},
 	}
+	server.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of the builds (default: one line per step, the rest in a log file)")
 	cmd.AddCommand(build, server)
 	return cmd
+}
+
+// buildOutput prints an image build one line per step, the tools' output
+// going to a log file, or (verbose) all of it as it comes.
+func buildOutput(cmd *cobra.Command, verbose bool) *compose.BuildOutput {
+	return compose.NewBuildOutput(cmd.OutOrStdout(), compose.BuildOutputOptions{Verbose: verbose, LogDir: compose.BuildLogDir()})
 }
 
 func newClusterCmd() *cobra.Command {
@@ -101,7 +116,9 @@ func newClusterCmd() *cobra.Command {
 			if err != nil {
 				return failed(err)
 			}
-			image, err := compose.EnsureImage(ctx, cli, cmd.OutOrStdout())
+			out := buildOutput(cmd, false)
+			defer out.Close()
+			image, err := compose.EnsureImage(ctx, cli, out)
 			if err != nil {
 				return failed(err)
 			}

@@ -118,6 +118,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
 	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
+	f.BoolVar(&spec.Base.VerboseBuild, "verbose-build", false, "stream the full output of the image builds and compiles (default: one line per step, the rest in a log file)")
 	addCheckMemoryFlag(f, &spec.Base.CheckMemory)
 	f.IntVar(&spec.Base.MinExposures, "min-exposures", 0, "a run with fewer exposures than this is unknown, not valid (default 1 in the columns of a fault aimed at a holder: "+aimedFaults()+"; else 0)")
 	for _, h := range []string{"nemesis-interval", "work", "agent-binary"} {
