@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compare/result"
-	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
