@@ -14,7 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8sclient "k8s.io/client-go/kubernetes"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -114,7 +114,9 @@ func (h *held) Lost() bool { return h.stopped.Load() || !h.elector.IsLeader() }
 // the release cancels it (ReleaseOnCancel writes the Lease free).
 type Client struct {
 	fenced.Guard
-	cs      k8sclient.Interface
+	// cs is the coordination.k8s.io/v1 client alone: the whole clientset
+	// would double the agent binary that every container carries.
+	cs      coordinationv1.CoordinationV1Interface
 	timing  Timing
 	process int
 	run     string // random, so identities of two clients never collide
@@ -149,7 +151,7 @@ func NewClient(endpoint, secret string, process int, ttl time.Duration, storage 
 		QPS:   float32(defaultQPS * rateScale(t)),
 		Burst: int(defaultBurst * rateScale(t)),
 	}
-	cs, err := k8sclient.NewForConfig(cfg)
+	cs, err := coordinationv1.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
@@ -180,7 +182,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: Namespace, Name: name},
-			Client:     c.cs.CoordinationV1(),
+			Client:     c.cs,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: h.identity},
 		},
 		LeaseDuration:   c.timing.LeaseDuration,
@@ -216,7 +218,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		}
 		return 0, backends.Definitef("lock not granted before the deadline: %v", ctx.Err())
 	}
-	lease, err := c.cs.CoordinationV1().Leases(Namespace).Get(ctx, name, metav1.GetOptions{})
+	lease, err := c.cs.Leases(Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		cancel()
 		return 0, fmt.Errorf("led, but the Lease could not be read back for its token (given up): %w", err)
@@ -253,7 +255,7 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("release: client-go's elector had not stopped by the deadline: %w", ctx.Err())
 	}
-	lease, err := c.cs.CoordinationV1().Leases(Namespace).Get(ctx, LeaseName(key), metav1.GetOptions{})
+	lease, err := c.cs.Leases(Namespace).Get(ctx, LeaseName(key), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
