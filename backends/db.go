@@ -25,6 +25,11 @@ type ClientSpec struct {
 	// Secret carries a generated credential (a database password). It
 	// never reaches the history, the reports or the logs.
 	Secret string `json:"secret,omitempty"`
+	// ServiceSecret is what the lock service's servers made for their
+	// clients (Kubernetes: the API server's token and the certificate
+	// to trust), from a ClientSecreter DB. Like Secret, it never reaches
+	// the history, the reports or the logs.
+	ServiceSecret string `json:"service_secret,omitempty"`
 	// LeaseCheck is "none" for a client that trusts its grant
 	// (--lease-check none); "" or "all" is the careful client.
 	LeaseCheck string `json:"lease_check,omitempty"`
@@ -67,6 +72,14 @@ type Preparer interface {
 // their init message; they never reach the history, reports or logs.
 type Credentialed interface {
 	Credentials() (user, password string)
+}
+
+// ClientSecreter is a DB whose servers make, at Setup, something every
+// built-in client needs to reach them (a bearer token, the certificate
+// authority of a self-signed serving certificate): the harness puts it in
+// each client's spec (ClientSpec.ServiceSecret) once Setup has returned.
+type ClientSecreter interface {
+	ClientSecret() string
 }
 
 // ServerVersion is a server's own answer to "what are you?", asked of the

@@ -79,6 +79,7 @@ func TestExpandCompareFullPreset(t *testing.T) {
 		docker("etcd", "mutex", "fenced", "writes"), docker("etcd", "mutex", "etcd", "none"),
 		docker("redis", "redlock", "fenced", "none"), docker("redis", "setnx-incr", "fenced", "all"),
 		docker("zookeeper", "lock", "fenced", "writes"),
+		docker("kubernetes", "leaderelection", "fenced", "none"), docker("kubernetes", "leaderelection", "fenced", "all"),
 	} {
 		if !hasRow(m, r) {
 			t.Errorf("no row %s", r)

@@ -250,6 +250,9 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf
 	}
 	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
 		LeaseTTL: cfg.LeaseTTL, LeaseCheck: cfg.LeaseCheck, Endpoints: db.Endpoints(), StorageURL: url, Secret: secret}
+	if cs, ok := db.(backends.ClientSecreter); ok {
+		s.spec.ServiceSecret = cs.ClientSecret()
+	}
 	logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
 	return s, nil
 }

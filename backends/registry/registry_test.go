@@ -12,7 +12,7 @@ import (
 // Every backend describes itself completely: the harness relies on each
 // field it asks about.
 func TestEveryBackendDescribesItself(t *testing.T) {
-	want := []string{"etcd", "memory", "postgres", "redis", "zookeeper"}
+	want := []string{"etcd", "kubernetes", "memory", "postgres", "redis", "zookeeper"}
 	if got := registry.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}

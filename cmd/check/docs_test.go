@@ -79,7 +79,7 @@ func benchFlags(t *testing.T) map[string]bool {
 // Programs whose flags a doc may name besides check's: bench/run's are
 // checked against bench, the others are not fencecheck's to check.
 var (
-	programWord = regexp.MustCompile(`(?:^|[\s'"(/.=])(bin/check|\./check|check|bench/run|redis-server|initdb|systemd-run|sbatch|parallel|docker|etcdctl|ssh|go|git|curl|apt-get)(?:$|[\s'"):])`)
+	programWord = regexp.MustCompile(`(?:^|[\s'"(/.=])(bin/check|\./check|check|bench/run|redis-server|kube-apiserver|initdb|systemd-run|sbatch|parallel|docker|etcdctl|ssh|go|git|curl|apt-get)(?:$|[\s'"):])`)
 	flagWord    = regexp.MustCompile(`(?:^|[\s'"(\x60\[|,])--([a-z][a-z0-9-]*)`)
 	codeSpan    = regexp.MustCompile("`([^`]+)`")
 )

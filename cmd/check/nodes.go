@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"time"
@@ -111,25 +114,47 @@ starts it through docker exec. Its recipe and settings come in the init line's
 }
 
 func newProbeCmd() *cobra.Command {
-	var timeout time.Duration
+	var (
+		timeout   time.Duration
+		caFile    string
+		printBody bool
+	)
 	cmd := &cobra.Command{
 		Use:    "probe URL",
 		Short:  "Exit 0 when GET URL answers 200 (a readiness check run inside nodes)",
 		Args:   cobra.ExactArgs(1),
 		Hidden: true,
-		RunE: func(_ *cobra.Command, args []string) error {
+		RunE: func(cmd *cobra.Command, args []string) error {
 			hc := http.Client{Timeout: max(timeout, time.Second)}
+			if caFile != "" {
+				pem, err := os.ReadFile(caFile)
+				if err != nil {
+					return &exitError{1, err}
+				}
+				pool := x509.NewCertPool()
+				if !pool.AppendCertsFromPEM(pem) {
+					return &exitError{1, fmt.Errorf("--ca %s holds no PEM certificate", caFile)}
+				}
+				hc.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+			}
 			resp, err := hc.Get(args[0])
 			if err != nil {
 				return &exitError{1, err}
 			}
-			resp.Body.Close()
+			defer resp.Body.Close()
 			if resp.StatusCode != http.StatusOK {
 				return &exitError{1, fmt.Errorf("%s answered %s", args[0], resp.Status)}
+			}
+			if printBody {
+				if _, err := io.Copy(cmd.OutOrStdout(), io.LimitReader(resp.Body, 1<<20)); err != nil {
+					return &exitError{1, err}
+				}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", time.Second, "how long to wait for the answer")
+	cmd.Flags().StringVar(&caFile, "ca", "", "trust only the PEM certificate(s) in this file for an https URL (a server's self-signed certificate)")
+	cmd.Flags().BoolVar(&printBody, "print", false, "write the answer's body to stdout")
 	return cmd
 }

@@ -1,0 +1,52 @@
+package harness
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends/registry"
+)
+
+// The kubernetes backend takes the faults that reach a client or a server
+// node, refuses the clock faults with the reason (a static Go binary on
+// the monotonic clock), and refuses another backend's recipe and --nodes:
+// each before anything is created (the CLI's exit 254).
+func TestValidateKubernetesCombinations(t *testing.T) {
+	base := func(fault string) Config {
+		cfg := memoryConfig(t, "none", fault)
+		cfg.Backend, cfg.Recipe, cfg.Cluster, cfg.Nodes = "kubernetes", "", registry.ClusterDocker, 3
+		cfg.LeaseTTL = 2 * time.Second
+		return cfg
+	}
+	for _, fault := range []string{"pause-holder", "pause", "partition-client", "kill", "kill-leader", "pause-server", "partition", "partition-primary"} {
+		cfg := base(fault)
+		cfg.Defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s refused: %v", fault, err)
+		}
+	}
+	for _, fault := range []string{"clock-jump", "clock-strobe"} {
+		cfg := base(fault)
+		cfg.Defaults()
+		err := cfg.Validate()
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Flag != "nemesis" || !strings.Contains(err.Error(), "monotonic clock") {
+			t.Errorf("%s: got %v, want a --nemesis usage error that says why (the monotonic clock)", fault, err)
+		}
+	}
+	for flag, mutate := range map[string]func(*Config){
+		"recipe": func(c *Config) { c.Recipe = "mutex" },
+		"nodes":  func(c *Config) { c.Given = map[string]bool{"nodes": true} },
+	} {
+		cfg := base("pause-holder")
+		mutate(&cfg)
+		cfg.Defaults()
+		err := cfg.Validate()
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Flag != flag {
+			t.Errorf("%s: got %v, want a usage error naming --%s", flag, err, flag)
+		}
+	}
+}
