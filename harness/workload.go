@@ -185,6 +185,35 @@ func (w *worker) section(ctx context.Context, key string) error {
 	return nil
 }
 
+// lockFree draws whether the slot's next op is a lock-free read (--read-mix),
+// as Jepsen's gen/mix draws among its generators: one draw per op from the
+// slot's seeded generator, none at all when the mix is 0, so runs without
+// it keep their key sequence.
+func (w *worker) lockFree() bool {
+	return w.cfg.ReadMix > 0 && w.rng.Float64() < w.cfg.ReadMix
+}
+
+// readLockFree reads key without the lock: one read op that presents no
+// token, by a process that holds no lock (the history's lock-free read,
+// docs/history.md). It returns an error only when the slot cannot go on.
+func (w *worker) readLockFree(ctx context.Context, key string) error {
+	lf, ok := w.client.(backends.LockFreeReader)
+	if !ok {
+		return fmt.Errorf("slot %s: its client cannot read without the lock (--read-mix)", history.SlotName(w.slot))
+	}
+	_, _, info := w.op(history.Event{F: history.Read, Key: key}, func(ctx context.Context) (history.Event, error) {
+		v, err := lf.ReadLockFree(ctx, key)
+		if err != nil {
+			return history.Event{}, err
+		}
+		return history.Event{Value: history.Int64(v)}, nil
+	})
+	if info {
+		return w.retire(ctx)
+	}
+	return nil
+}
+
 // runWorkload drives every slot until ctx ends; each slot finishes the
 // section it is in (ops have their own timeouts).
 // It returns the first process id no slot used.
@@ -219,7 +248,11 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 			}()
 			for ctx.Err() == nil {
 				key := keyName(w.rng.IntN(cfg.Keys))
-				if err := w.section(ctx, key); err != nil {
+				do := w.section
+				if w.lockFree() {
+					do = w.readLockFree
+				}
+				if err := do(ctx, key); err != nil {
 					if ctx.Err() == nil {
 						errs <- err
 					}
