@@ -23,15 +23,23 @@ var published = map[string]string{
 
 // jepsenEtcdBase is what the jepsen-etcd preset changes in every run: the
 // setup of the lock test in Jepsen's analysis of etcd 3.4.3 (2 s leases, 5
-// processes, 5 nodes, a 0–2 s critical section, a server paused for 5 s
-// every 5 s), on Debian's etcd 3.4 (docs/jepsen-etcd.md).
+// processes, 5 nodes, a 0–2 s critical section, half the ops lock-free
+// reads, a server paused for 5 s every 5 s), on Debian's etcd 3.4
+// (docs/jepsen-etcd.md).
 func jepsenEtcdBase(base *harness.Config) {
 	base.Nodes, base.Clients, base.LeaseTTL = 5, 5, 2*time.Second
 	base.Hold = 2 * time.Second
 	base.ClientEndpoints = harness.ClientEndpointsOne
 	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
 	base.ServerVersion = "3.4"
+	// Jepsen's lock-set generator is gen/mix of adds and reads: half of
+	// the ops read the set without the lock.
+	base.ReadMix = JepsenEtcdReadMix
 }
+
+// JepsenEtcdReadMix is the jepsen-etcd preset's --read-mix: Jepsen's
+// gen/mix draws an add or a lock-free read with equal chance.
+const JepsenEtcdReadMix = 0.5
 
 // kleppmannBase is what the kleppmann preset changes in every run: a
 // critical section of a second, so that a clock jump lands inside a hold,
@@ -72,6 +80,9 @@ func expandBase(spec Spec) harness.Config {
 	base.AgentBinary = b.AgentBinary
 	base.FreshCluster = b.FreshCluster
 	base.ClientEndpoints = cmp.Or(b.ClientEndpoints, base.ClientEndpoints)
+	if spec.ReadMix != nil {
+		base.ReadMix = *spec.ReadMix
+	}
 	return base
 }
 
@@ -118,7 +129,8 @@ func presetLists(spec Spec) (lists, error) {
 		l.storages = []string{"fenced", "etcd"}
 		l.faults = []string{"pause-leader+pause-all"}
 		l.runs = 10
-		l.timeLimit = 30 * time.Second
+		// The time limit of the suite's example (--time-limit 120).
+		l.timeLimit = 120 * time.Second
 		// The trusting client in every cell; the careful one beside it
 		// where the storage checks nothing, to show what its checks buy.
 		l.leaseChecks = []string{registry.LeaseCheckNone, registry.LeaseCheckAll}
