@@ -35,7 +35,15 @@ func jepsenEtcdBase(base *harness.Config) {
 	// Jepsen's lock-set generator is gen/mix of adds and reads: half of
 	// the ops read the set without the lock.
 	base.ReadMix = JepsenEtcdReadMix
+	// Its client waits 5 s for any etcd call, the Lock call included, and
+	// fails the add when the lock does not come in time.
+	base.AcquireTimeout = JepsenEtcdAcquireTimeout
 }
+
+// JepsenEtcdAcquireTimeout is the jepsen-etcd preset's --acquire-timeout:
+// the timeout of every etcd call of Jepsen's etcd client (its Lock call
+// included).
+const JepsenEtcdAcquireTimeout = 5 * time.Second
 
 // JepsenEtcdReadMix is the jepsen-etcd preset's --read-mix: Jepsen's
 // gen/mix draws an add or a lock-free read with equal chance.
@@ -73,6 +81,7 @@ func expandBase(spec Spec) harness.Config {
 	base.PauseDuration = cmp.Or(b.PauseDuration, base.PauseDuration)
 	base.ServerVersion = cmp.Or(b.ServerVersion, base.ServerVersion)
 	base.NemesisInterval = cmp.Or(b.NemesisInterval, base.NemesisInterval)
+	base.AcquireTimeout = cmp.Or(b.AcquireTimeout, base.AcquireTimeout)
 	base.CheckTimeout = cmp.Or(b.CheckTimeout, base.CheckTimeout)
 	base.CheckMemory = cmp.Or(b.CheckMemory, base.CheckMemory)
 	base.StopOnViolation = !fullTime

@@ -59,7 +59,13 @@ type Config struct {
 	PauseDuration   time.Duration // 0: 2 × LeaseTTL
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
-	CheckTimeout    time.Duration
+	// AcquireTimeout bounds a workload section's acquire alone (0: the op
+	// timeout): past it the client gives up waiting for the lock, and the
+	// section ends without a read or write. Jepsen's etcd client waits 5 s
+	// for its Lock call (every etcd call of its client has that timeout)
+	// and then fails the add. The final reads wait the op timeout.
+	AcquireTimeout time.Duration
+	CheckTimeout   time.Duration
 	// Hold adds a uniformly random time in [0, Hold] to Work in each
 	// section: a critical section that takes time, which is where a
 	// random pause can land.
@@ -294,6 +300,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OpTimeout > 0 && c.OpTimeout <= c.PauseDuration {
 		return registry.Flagf("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
+	}
+	if c.AcquireTimeout != 0 && (c.AcquireTimeout < 100*time.Millisecond || (c.OpTimeout > 0 && c.AcquireTimeout > c.OpTimeout)) {
+		return registry.Flagf("acquire-timeout", "%s is out of range (accepted: 100ms up to the op timeout, here %s, e.g. 5s as Jepsen's etcd client; leave the flag out to wait the op timeout)", c.AcquireTimeout, c.OpTimeout)
 	}
 	if c.CheckTimeout < time.Second {
 		return registry.Flagf("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)

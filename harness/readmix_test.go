@@ -154,3 +154,63 @@ func TestReadMixRunInProcess(t *testing.T) {
 	}
 	wantMixedRun(t, out, countMix(t, out.Dir))
 }
+
+func TestAcquireTimeoutOutOfRangeNamesTheFlag(t *testing.T) {
+	for _, d := range []time.Duration{time.Millisecond, -time.Second, time.Hour} {
+		cfg := memoryConfig(t, "none", "none")
+		cfg.AcquireTimeout = d
+		cfg.Defaults()
+		err := cfg.Validate()
+		var ue *UsageError
+		if !errors.As(err, &ue) || ue.Flag != "acquire-timeout" {
+			t.Fatalf("--acquire-timeout %s: %v, want a usage error naming --acquire-timeout", d, err)
+		}
+	}
+}
+
+// --acquire-timeout gives up waiting for the lock, as Jepsen's etcd client
+// gives up its Lock call: with five clients queued on a lock held for up
+// to half a second, a 100ms wait runs out, the acquire does not succeed
+// and no read or write follows it; without the flag no acquire gives up.
+func TestAcquireTimeoutGivesUpTheWait(t *testing.T) {
+	giveUps := func(acquireTimeout time.Duration) (int, mixCounts) {
+		cfg := memoryConfig(t, "all", "none")
+		cfg.TimeLimit = 2 * time.Second
+		cfg.Hold = 500 * time.Millisecond
+		cfg.AcquireTimeout = acquireTimeout
+		cfg.Seed = 5
+		out, err := Run(quiet(), cfg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Result.Verdict != models.Valid {
+			t.Fatalf("--acquire-timeout %s: verdict %s: %s", acquireTimeout, out.Result.Verdict, out.Result.Explanation)
+		}
+		c := countMix(t, out.Dir)
+		n := 0
+		for _, o := range c.ops {
+			if o.F == history.Acquire && o.Type != history.OK {
+				n++
+			}
+		}
+		return n, c
+	}
+	if n, _ := giveUps(0); n != 0 {
+		t.Fatalf("without --acquire-timeout %d acquires gave up", n)
+	}
+	n, c := giveUps(100 * time.Millisecond)
+	if n == 0 {
+		t.Fatal("with --acquire-timeout 100ms no acquire gave up")
+	}
+	// A section whose acquire gave up read and wrote nothing.
+	next := map[int]bool{}
+	for _, o := range c.ops {
+		if o.F == history.Acquire {
+			next[o.Process] = o.Type != history.OK
+			continue
+		}
+		if next[o.Process] && (o.F == history.Read || o.F == history.Write) {
+			t.Fatalf("process %d %s after its acquire gave up", o.Process, o.F)
+		}
+	}
+}

@@ -175,6 +175,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts, and the least time any other fault is held (default 2 × lease-ttl)")
 	f.DurationVar(&cfg.NemesisInterval, "nemesis-interval", 2*time.Second, "rest between a heal and the next fault (with jitter)")
 	f.DurationVar(&cfg.OpTimeout, "op-timeout", 0, "after this an op's outcome is unknown (info); default longer than any pause")
+	f.DurationVar(&cfg.AcquireTimeout, "acquire-timeout", 0, "how long a section waits for the lock before it gives up (the acquire fails, no read or write; e.g. 5s, as Jepsen's etcd client's Lock call); default the op timeout")
 	f.DurationVar(&cfg.CheckTimeout, "check-timeout", 5*time.Minute, "bound on the check's time; past it the verdict is unknown")
 	addCheckMemoryFlag(f, &cfg.CheckMemory)
 	f.BoolVar(&cfg.StopOnViolation, "stop-on-violation", false, "end the workload as soon as the live check finds a violation (heal, final reads, check and report follow; exit 1)")
