@@ -204,7 +204,7 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	b := m.Base
 	if b.Nodes != 5 || b.Clients != 5 || b.Keys != 1 || b.LeaseTTL != 2*time.Second || b.Work != 10*time.Millisecond || b.Hold != 2*time.Second ||
 		b.PauseDuration != 5*time.Second || b.NemesisInterval != 5*time.Second || b.ServerVersion != "3.4" || b.StopOnViolation ||
-		b.ClientEndpoints != "one" || b.ReadMix != 0.5 || b.AcquireTimeout != 5*time.Second {
+		b.ClientEndpoints != "one" || b.ReadMix != 0.5 || b.AcquireTimeout != 5500*time.Millisecond {
 		t.Errorf("base %+v", b)
 	}
 	cfg := m.Config(m.Rows[3], m.Faults[0], 0, "/s")

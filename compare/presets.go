@@ -41,9 +41,10 @@ func jepsenEtcdBase(base *harness.Config) {
 }
 
 // JepsenEtcdAcquireTimeout is the jepsen-etcd preset's --acquire-timeout:
-// the timeout of every etcd call of Jepsen's etcd client (its Lock call
-// included).
-const JepsenEtcdAcquireTimeout = 5 * time.Second
+// the client in its container gets 5 s of it — the timeout of every etcd
+// call of Jepsen's etcd client, its Lock call included — since the agent
+// gives up 0.5 s before the harness does (agent.Remote).
+const JepsenEtcdAcquireTimeout = 5500 * time.Millisecond
 
 // JepsenEtcdReadMix is the jepsen-etcd preset's --read-mix: Jepsen's
 // gen/mix draws an add or a lock-free read with equal chance.

@@ -48,8 +48,8 @@ faults pause-holder, pause, partition and kill, 3 runs); jepsen-etcd (Jepsen's
 etcd 3.4.3 lock experiment: etcd lock-rpc on Debian's etcd 3.4, 5 nodes, 5
 clients each bound to one node, lease 2s, a critical section of 10ms plus
 0-2s, half the ops lock-free reads (--read-mix 0.5, Jepsen's gen/mix of
-adds and reads), a lock waited for at most 5s (--acquire-timeout, Jepsen's
-client timeout), the leader or every node paused for 5s every 5s (the column
+adds and reads), a lock waited for at most 5s by the client (--acquire-timeout
+5.5s, of which the agent keeps 0.5s: Jepsen's client timeout), the leader or every node paused for 5s every 5s (the column
 pause-leader+pause-all); rows: the client that trusts its grant
 (--lease-check none) unfenced, with --fencing all and with etcd's guarded
 transactions, and the careful client unfenced; 10 full-length runs of 120s
@@ -120,7 +120,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
 	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
-	f.DurationVar(&spec.Base.AcquireTimeout, "acquire-timeout", 0, "how long a section waits for the lock before it gives up (default the op timeout; jepsen-etcd: 5s, Jepsen's etcd client's timeout)")
+	f.DurationVar(&spec.Base.AcquireTimeout, "acquire-timeout", 0, "how long a section waits for the lock before it gives up (default the op timeout; jepsen-etcd: 5.5s, of which the client in its container gets 5s, Jepsen's etcd client's timeout)")
 	f.Float64Var(&cf.readMix, "read-mix", 0, "share of each run's ops (0 to below 1) that read the storage without taking the lock, presenting no token (default 0; jepsen-etcd: 0.5, as Jepsen's gen/mix of adds and reads)")
 	f.SetAnnotation("read-mix", exampleAnnotation, []string{"0.5"})
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
