@@ -37,6 +37,15 @@ type Client interface {
 	Close() error
 }
 
+// LockFreeReader is a client that can also read the resource without
+// holding its lock, as the lock-free reads of --read-mix do (Jepsen's
+// lock-set workload mixes them with its locked adds). Such a read presents
+// no token: the storage never refuses it as stale and it moves no fence.
+// Every built-in client is one (through its fenced.Guard).
+type LockFreeReader interface {
+	ReadLockFree(ctx context.Context, key string) (int64, error)
+}
+
 // ErrFenced is the storage refusing a stale token.
 var ErrFenced = errors.New(history.ErrFenced)
 

@@ -202,13 +202,13 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	if !slices.Equal(m.Rows, want) {
 		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)
 	}
-	if !slices.Equal(m.Faults, []string{"pause-leader+pause-all"}) || m.Runs != 10 || m.TimeLimit != 30*time.Second {
+	if !slices.Equal(m.Faults, []string{"pause-leader+pause-all"}) || m.Runs != 10 || m.TimeLimit != 120*time.Second {
 		t.Errorf("faults %v, runs %d, time limit %s", m.Faults, m.Runs, m.TimeLimit)
 	}
 	b := m.Base
 	if b.Nodes != 5 || b.Clients != 5 || b.Keys != 1 || b.LeaseTTL != 2*time.Second || b.Work != 10*time.Millisecond || b.Hold != 2*time.Second ||
 		b.PauseDuration != 5*time.Second || b.NemesisInterval != 5*time.Second || b.ServerVersion != "3.4" || b.StopOnViolation ||
-		b.ClientEndpoints != "one" {
+		b.ClientEndpoints != "one" || b.ReadMix != 0.5 || b.AcquireTimeout != 5500*time.Millisecond {
 		t.Errorf("base %+v", b)
 	}
 	cfg := m.Config(m.Rows[3], m.Faults[0], 0, "/s")

@@ -66,6 +66,9 @@ type Spec struct {
 	// then Backends names no built-in rows). Each is a row group named
 	// after the client; with clients and no Backends, no built-in rows.
 	Clients []string
+	// ReadMix is the share of each run's ops that read without the lock
+	// (--read-mix); nil takes the preset's (jepsen-etcd: 0.5), else 0.
+	ReadMix *float64
 	// FullTime runs every cell for its whole time limit; otherwise a run
 	// ends its workload at its first violation (StopOnViolation).
 	FullTime bool
@@ -239,6 +242,13 @@ func Expand(spec Spec) (*Matrix, error) {
 	clientRows, builtin, err := expandClients(spec, l.fencing)
 	if err != nil {
 		return nil, err
+	}
+	if len(clientRows) > 0 && m.Base.ReadMix > 0 {
+		how := "--read-mix"
+		if spec.ReadMix == nil {
+			how = fmt.Sprintf("the %s preset's read mix (%v)", spec.Preset, m.Base.ReadMix)
+		}
+		return nil, registry.Flagf("read-mix", "%s mixes lock-free reads into every run, an op of fencecheck's own client that the client protocol does not ask of yours; run the --client rows with --read-mix 0", how)
 	}
 	for _, r := range clientRows {
 		add(r)

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"cmp"
+	"maps"
 	"strings"
 	"time"
 
@@ -23,15 +24,32 @@ var published = map[string]string{
 
 // jepsenEtcdBase is what the jepsen-etcd preset changes in every run: the
 // setup of the lock test in Jepsen's analysis of etcd 3.4.3 (2 s leases, 5
-// processes, 5 nodes, a 0–2 s critical section, a server paused for 5 s
-// every 5 s), on Debian's etcd 3.4 (docs/jepsen-etcd.md).
+// processes, 5 nodes, a 0–2 s critical section, half the ops lock-free
+// reads, a server paused for 5 s every 5 s), on Debian's etcd 3.4
+// (docs/jepsen-etcd.md).
 func jepsenEtcdBase(base *harness.Config) {
 	base.Nodes, base.Clients, base.LeaseTTL = 5, 5, 2*time.Second
 	base.Hold = 2 * time.Second
 	base.ClientEndpoints = harness.ClientEndpointsOne
 	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
 	base.ServerVersion = "3.4"
+	// Jepsen's lock-set generator is gen/mix of adds and reads: half of
+	// the ops read the set without the lock.
+	base.ReadMix = JepsenEtcdReadMix
+	// Its client waits 5 s for any etcd call, the Lock call included, and
+	// fails the add when the lock does not come in time.
+	base.AcquireTimeout = JepsenEtcdAcquireTimeout
 }
+
+// JepsenEtcdAcquireTimeout is the jepsen-etcd preset's --acquire-timeout:
+// the client in its container gets 5 s of it — the timeout of every etcd
+// call of Jepsen's etcd client, its Lock call included — since the agent
+// gives up 0.5 s before the harness does (agent.Remote).
+const JepsenEtcdAcquireTimeout = 5500 * time.Millisecond
+
+// JepsenEtcdReadMix is the jepsen-etcd preset's --read-mix: Jepsen's
+// gen/mix draws an add or a lock-free read with equal chance.
+const JepsenEtcdReadMix = 0.5
 
 // kleppmannBase is what the kleppmann preset changes in every run: a
 // critical section of a second, so that a clock jump lands inside a hold,
@@ -65,6 +83,7 @@ func expandBase(spec Spec) harness.Config {
 	base.PauseDuration = cmp.Or(b.PauseDuration, base.PauseDuration)
 	base.ServerVersion = cmp.Or(b.ServerVersion, base.ServerVersion)
 	base.NemesisInterval = cmp.Or(b.NemesisInterval, base.NemesisInterval)
+	base.AcquireTimeout = cmp.Or(b.AcquireTimeout, base.AcquireTimeout)
 	base.CheckTimeout = cmp.Or(b.CheckTimeout, base.CheckTimeout)
 	base.CheckMemory = cmp.Or(b.CheckMemory, base.CheckMemory)
 	base.StopOnViolation = !fullTime
@@ -77,11 +96,19 @@ func expandBase(spec Spec) harness.Config {
 	// nowhere is unknown whatever its column's fault, not a valid cell
 	// (docs/results.md). Outside presets each column has its fault's
 	// default; --min-exposures overrides both.
-	if spec.Preset != "" {
-		base.MinExposures, base.Given = 1, map[string]bool{"min-exposures": true}
+	if spec.Preset != "" || b.Given["min-exposures"] {
+		base.MinExposures = 1
+		if b.Given["min-exposures"] {
+			base.MinExposures = b.MinExposures
+		}
+		base.Given = maps.Clone(b.Given)
+		if base.Given == nil {
+			base.Given = map[string]bool{}
+		}
+		base.Given["min-exposures"] = true
 	}
-	if b.Given["min-exposures"] {
-		base.MinExposures, base.Given = b.MinExposures, map[string]bool{"min-exposures": true}
+	if spec.ReadMix != nil {
+		base.ReadMix = *spec.ReadMix
 	}
 	return base
 }
@@ -129,7 +156,8 @@ func presetLists(spec Spec) (lists, error) {
 		l.storages = []string{"fenced", "etcd"}
 		l.faults = []string{"pause-leader+pause-all"}
 		l.runs = 10
-		l.timeLimit = 30 * time.Second
+		// The time limit of the suite's example (--time-limit 120).
+		l.timeLimit = 120 * time.Second
 		// The trusting client in every cell; the careful one beside it
 		// where the storage checks nothing, to show what its checks buy.
 		l.leaseChecks = []string{registry.LeaseCheckNone, registry.LeaseCheckAll}

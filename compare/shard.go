@@ -64,6 +64,8 @@ func (m *Matrix) Definition() []result.MatrixField {
 		{Flag: "lease-ttl", Value: d(b.LeaseTTL)},
 		{Flag: "work", Value: d(b.Work)},
 		{Flag: "hold", Value: d(b.Hold)},
+		{Flag: "read-mix", Value: strconv.FormatFloat(b.ReadMix, 'g', -1, 64)},
+		{Flag: "acquire-timeout", Value: d(b.AcquireTimeout)},
 		{Flag: "pause-duration", Value: d(b.PauseDuration)},
 		{Flag: "nemesis-interval", Value: d(b.NemesisInterval)},
 		{Flag: "server-version", Value: b.ServerVersion},

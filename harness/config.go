@@ -59,11 +59,25 @@ type Config struct {
 	PauseDuration   time.Duration // 0: 2 × LeaseTTL
 	NemesisInterval time.Duration
 	OpTimeout       time.Duration // 0: derived from the pause duration
-	CheckTimeout    time.Duration
+	// AcquireTimeout bounds a workload section's acquire alone (0: the op
+	// timeout): past it the client gives up waiting for the lock, and the
+	// section ends without a read or write. Jepsen's etcd client waits 5 s
+	// for its Lock call (every etcd call of its client has that timeout)
+	// and then fails the add. The final reads wait the op timeout.
+	AcquireTimeout time.Duration
+	CheckTimeout   time.Duration
 	// Hold adds a uniformly random time in [0, Hold] to Work in each
 	// section: a critical section that takes time, which is where a
 	// random pause can land.
 	Hold time.Duration
+	// ReadMix is the share of the workload's ops that read the storage
+	// without taking the lock, drawn per op (Jepsen's lock-set workload
+	// mixes such reads with its locked adds, about half and half): 0 (every
+	// op a locked section) to below 1. A lock-free read presents no token,
+	// so the storage never refuses it and it moves no fence; the history
+	// records it as a read by a process that holds no lock
+	// (docs/history.md).
+	ReadMix float64
 	// CheckMemory bounds the check's heap in bytes (0: DefaultCheckMemory).
 	CheckMemory int64
 	// StopOnViolation ends the workload as soon as the live check finds a
@@ -288,6 +302,9 @@ func (c *Config) Validate() error {
 	if c.Hold < 0 || c.Hold > time.Minute {
 		return registry.Flagf("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
 	}
+	if err := c.checkReadMix(); err != nil {
+		return err
+	}
 	if c.PauseDuration <= 0 {
 		return registry.Flagf("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
 	}
@@ -305,6 +322,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OpTimeout > 0 && c.OpTimeout <= c.PauseDuration {
 		return registry.Flagf("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
+	}
+	if c.AcquireTimeout != 0 && (c.AcquireTimeout < 100*time.Millisecond || (c.OpTimeout > 0 && c.AcquireTimeout > c.OpTimeout)) {
+		return registry.Flagf("acquire-timeout", "%s is out of range (accepted: 100ms up to the op timeout, here %s, e.g. 5s as Jepsen's etcd client; leave the flag out to wait the op timeout)", c.AcquireTimeout, c.OpTimeout)
 	}
 	if c.CheckTimeout < time.Second {
 		return registry.Flagf("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
@@ -358,6 +378,18 @@ func (c *Config) checkClient(b registry.Info) error {
 		return registry.Flagf("client", "%v", err)
 	}
 	c.client = cl
+	return nil
+}
+
+// checkReadMix: --read-mix is a share in [0, 1), and only fencecheck's own
+// agent knows how to read without the lock.
+func (c *Config) checkReadMix() error {
+	if !(c.ReadMix >= 0 && c.ReadMix < 1) { // NaN too
+		return registry.Flagf("read-mix", "%v is out of range (accepted: 0 to below 1, the share of ops that read without the lock, e.g. 0.5 as in Jepsen's lock-set workload; 0, the default, takes the lock for every op)", c.ReadMix)
+	}
+	if c.ReadMix > 0 && c.ClientDir != "" {
+		return registry.Flagf("read-mix", "a lock-free read is an op of fencecheck's own client (read-lock-free, which the client protocol does not ask of yours): with --client every op is a locked section. Drop --read-mix, or drop --client to run the built-in recipe")
+	}
 	return nil
 }
 

@@ -29,6 +29,9 @@ type worker struct {
 	// hold lets the nemesis stop this process at a failpoint of its write
 	// until a fault is in place (pause-holder).
 	hold *nemesis.Hold
+	// acquireTimeout, when set, is an acquire's deadline in place of the
+	// op timeout (--acquire-timeout; the workload's sections only).
+	acquireTimeout time.Duration
 }
 
 func keyName(i int) string { return fmt.Sprintf("k%d", i) }
@@ -40,7 +43,11 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	e.Process = w.process
 	e.Type = history.Invoke
 	inv := w.rec.Record(e)
-	ctx, cancel := context.WithTimeout(context.Background(), w.cfg.OpTimeout)
+	timeout, timeoutFlag := w.cfg.OpTimeout, "--op-timeout"
+	if e.F == history.Acquire && w.acquireTimeout > 0 {
+		timeout, timeoutFlag = w.acquireTimeout, "--acquire-timeout"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	if w.hold != nil && e.F == history.Write {
 		// A fault holds a stopped writer while it acts and then waits
 		// for a takeover (at most the pause duration, which may have to
@@ -54,8 +61,8 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	timedOut := ctx.Err() == context.DeadlineExceeded
 	cancel()
 	typ, msg := backends.Outcome(err)
-	if typ == history.Info && (timedOut || nearDeadline(msg, deadline, w.cfg.OpTimeout)) {
-		msg = fmt.Sprintf("no answer within --op-timeout %s, so the outcome is unknown: %s", w.cfg.OpTimeout, msg)
+	if typ == history.Info && (timedOut || nearDeadline(msg, deadline, timeout)) {
+		msg = fmt.Sprintf("no answer within %s %s, so the outcome is unknown: %s", timeoutFlag, timeout, msg)
 	}
 	done.Process = w.process
 	done.F = e.F
@@ -185,6 +192,35 @@ func (w *worker) section(ctx context.Context, key string) error {
 	return nil
 }
 
+// lockFree draws whether the slot's next op is a lock-free read (--read-mix),
+// as Jepsen's gen/mix draws among its generators: one draw per op from the
+// slot's seeded generator, none at all when the mix is 0, so runs without
+// it keep their key sequence.
+func (w *worker) lockFree() bool {
+	return w.cfg.ReadMix > 0 && w.rng.Float64() < w.cfg.ReadMix
+}
+
+// readLockFree reads key without the lock: one read op that presents no
+// token, by a process that holds no lock (the history's lock-free read,
+// docs/history.md). It returns an error only when the slot cannot go on.
+func (w *worker) readLockFree(ctx context.Context, key string) error {
+	lf, ok := w.client.(backends.LockFreeReader)
+	if !ok {
+		return fmt.Errorf("slot %s: its client cannot read without the lock (--read-mix)", history.SlotName(w.slot))
+	}
+	_, _, info := w.op(history.Event{F: history.Read, Key: key}, func(ctx context.Context) (history.Event, error) {
+		v, err := lf.ReadLockFree(ctx, key)
+		if err != nil {
+			return history.Event{}, err
+		}
+		return history.Event{Value: history.Int64(v)}, nil
+	})
+	if info {
+		return w.retire(ctx)
+	}
+	return nil
+}
+
 // runWorkload drives every slot until ctx ends; each slot finishes the
 // section it is in (ops have their own timeouts).
 // It returns the first process id no slot used.
@@ -207,7 +243,7 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 			return next, fmt.Errorf("slot %s: opening a client: %w", history.SlotName(slot), err)
 		}
 		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, hold: hold}
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, hold: hold, acquireTimeout: cfg.AcquireTimeout}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -219,7 +255,11 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 			}()
 			for ctx.Err() == nil {
 				key := keyName(w.rng.IntN(cfg.Keys))
-				if err := w.section(ctx, key); err != nil {
+				do := w.section
+				if w.lockFree() {
+					do = w.readLockFree
+				}
+				if err := do(ctx, key); err != nil {
 					if ctx.Err() == nil {
 						errs <- err
 					}

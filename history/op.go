@@ -28,6 +28,12 @@ type Op struct {
 	// InvokeIndex and CompleteIndex point back into the history; CompleteIndex
 	// is -1 when there was no completion.
 	InvokeIndex, CompleteIndex int64
+	// LockFree marks a lock-free read: a read its process invoked while it
+	// held no lock on the key (no ok acquire of the key since its last
+	// release). It presents no token, so it can be neither stale nor
+	// refused as stale, and it is nobody's section (--read-mix;
+	// docs/history.md, "Lock-free reads").
+	LockFree bool
 }
 
 // Completed reports whether the history holds the op's completion.
@@ -47,6 +53,7 @@ type Fault struct {
 func Pair(events []Event) (ops []Op, faults []Fault) {
 	pending := map[int]int{} // process -> index into ops
 	openFault := map[string]int{}
+	held := heldLocks{}
 	for _, e := range events {
 		if e.IsNemesis() {
 			switch e.Type {
@@ -69,6 +76,7 @@ func Pair(events []Event) (ops []Op, faults []Fault) {
 		}
 		if e.Type == Invoke {
 			ops = append(ops, invokeOp(e))
+			held.invoke(&ops[len(ops)-1])
 			pending[e.Process] = len(ops) - 1
 			continue
 		}
@@ -78,8 +86,44 @@ func Pair(events []Event) (ops []Op, faults []Fault) {
 		}
 		delete(pending, e.Process)
 		completeOp(&ops[i], e)
+		held.complete(&ops[i])
 	}
 	return ops, faults
+}
+
+// heldLocks are the locks each process holds as the history goes: from an
+// ok acquire of a key to the invocation of its release (or to an op of
+// unknown outcome, after which the process is retired). A read invoked
+// outside them is a lock-free read.
+type heldLocks map[heldLock]bool
+
+type heldLock struct {
+	process int
+	key     string
+}
+
+// invoke marks a read lock-free when its process holds no lock on its key,
+// and ends the hold at a release (or a new acquire).
+func (h heldLocks) invoke(o *Op) {
+	k := heldLock{o.Process, o.Key}
+	switch o.F {
+	case Read:
+		o.LockFree = !h[k]
+	case Release, Acquire:
+		delete(h, k)
+	}
+}
+
+// complete starts a hold at an ok acquire and ends it at an op of unknown
+// outcome.
+func (h heldLocks) complete(o *Op) {
+	k := heldLock{o.Process, o.Key}
+	switch {
+	case o.F == Acquire && o.Type == OK:
+		h[k] = true
+	case o.Type == Info:
+		delete(h, k)
+	}
 }
 
 // invokeOp is the op an invoke starts: unknown until its completion.

@@ -7,10 +7,11 @@ import "sort"
 // holds only the ops still waiting for their completion.
 type Pairer struct {
 	pending map[int]*Op
+	held    heldLocks
 }
 
 // NewPairer starts an empty stream.
-func NewPairer() *Pairer { return &Pairer{pending: map[int]*Op{}} }
+func NewPairer() *Pairer { return &Pairer{pending: map[int]*Op{}, held: heldLocks{}} }
 
 // Add takes the next event of a validated history. An invoke returns the
 // pending op it starts (complete false; the same pointer is completed
@@ -22,6 +23,7 @@ func (p *Pairer) Add(e Event) (op *Op, complete bool) {
 	}
 	if e.Type == Invoke {
 		o := invokeOp(e)
+		p.held.invoke(&o)
 		p.pending[e.Process] = &o
 		return &o, false
 	}
@@ -31,6 +33,7 @@ func (p *Pairer) Add(e Event) (op *Op, complete bool) {
 	}
 	delete(p.pending, e.Process)
 	completeOp(o, e)
+	p.held.complete(o)
 	return o, true
 }
 

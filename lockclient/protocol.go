@@ -39,6 +39,10 @@ const (
 	OpRelease  = "release"
 	OpClock    = "clock"
 	OpContinue = "continue"
+	// OpReadLockFree reads the storage without the lock and without a
+	// token (--read-mix). fencecheck sends it only to its own agent; a
+	// client that is not a LockFreeReader answers it fail.
+	OpReadLockFree = "read-lock-free"
 )
 
 // FailpointWriteChecked names the checkpoint a write reports after its

@@ -37,6 +37,13 @@ type Client interface {
 	Release(ctx context.Context, key string) error
 }
 
+// LockFreeReader is a Client that can also read the storage without
+// holding the lock (the op read-lock-free): no token is presented, and the
+// storage neither refuses it as stale nor moves its fence for it.
+type LockFreeReader interface {
+	ReadLockFree(ctx context.Context, key string) (int64, error)
+}
+
 // ErrFenced is the storage refusing a token: answered fail "fenced".
 var ErrFenced = errors.New(ErrorFenced)
 
@@ -191,6 +198,13 @@ func execute(c Client, req Request, stop func(name string, cancel func())) (ans 
 		err = c.Write(ctx, req.Key, req.Token, req.Prev, req.Value, checkpoint)
 	case OpRelease:
 		err = c.Release(ctx, req.Key)
+	case OpReadLockFree:
+		lf, ok := c.(LockFreeReader)
+		if !ok {
+			err = Failf("this client does not read without the lock (%s)", OpReadLockFree)
+			break
+		}
+		ans.Value, err = lf.ReadLockFree(ctx, req.Key)
 	default:
 		err = Failf("unknown op %q", req.F)
 	}

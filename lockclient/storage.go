@@ -29,6 +29,12 @@ func (s *FencedStorage) Read(ctx context.Context, key string, token uint64) (int
 	return s.post(ctx, "/read", key, token, 0)
 }
 
+// ReadLockFree returns key's value to a reader that holds no lock: POST
+// /read-lock-free, no token presented, never refused as stale.
+func (s *FencedStorage) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	return s.post(ctx, "/read-lock-free", key, 0, 0)
+}
+
 // Write sets key to value, as the holder of token.
 func (s *FencedStorage) Write(ctx context.Context, key string, token uint64, value int64) error {
 	_, err := s.post(ctx, "/write", key, token, value)

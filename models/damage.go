@@ -198,20 +198,25 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// finalReaders finds each key's final read: a read by a process that
-// never writes, invoked after every write of its key was invoked. The
-// harness takes the final reads after the workload, each key with a new
-// process id above every other, and a workload process always writes after
-// an ok read; so among the candidates the one with the highest process id
-// is the final reader. Its read, if any, is returned per key (nil: missing).
+// finalReaders finds each key's final read: a read under a lock by a
+// process that never writes and never reads without the lock, invoked
+// after every write of its key was invoked. The harness takes the final
+// reads after the workload, each key with a new process id above every
+// other, under a fresh lock; a workload process always writes after an ok
+// locked read, and one that reads without the lock (--read-mix) may never
+// write at all, so it is never a candidate however late its reads came.
+// Among the candidates the one with the highest process id is the final
+// reader. Its read, if any, is returned per key (nil: missing).
 func finalReaders(ops []history.Op) (reads map[string]*history.Op, seen map[string]bool) {
 	lastWrite := map[string]int64{}
-	writes := map[int]bool{}
+	writes := map[int]bool{} // processes that wrote or read without the lock
 	keysOf := map[int]map[string]bool{}
 	for i := range ops {
 		o := &ops[i]
+		if o.F == history.Write || o.LockFree {
+			writes[o.Process] = true // not a final reader
+		}
 		if o.F == history.Write {
-			writes[o.Process] = true
 			lastWrite[o.Key] = max(lastWrite[o.Key], o.InvokeIndex+1)
 		}
 		if keysOf[o.Process] == nil {
@@ -272,7 +277,8 @@ func ComputeDamage(ops []history.Op) Damage {
 		if (o.F == history.Read || o.F == history.Write) && o.Type == history.Fail && o.Error == history.ErrFenced {
 			a.d.StaleRefused++
 		}
-		if (o.F == history.Read || o.F == history.Write) && o.Type == history.OK {
+		if (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && !o.LockFree {
+			// A lock-free read presents no token: it admits none.
 			a.admitted = append(a.admitted, admit{at: o.Ended(), token: o.Token})
 		}
 		if o.F != history.Write {

@@ -45,6 +45,10 @@ func (s regs) normalize() regs {
 
 // stepReg applies one storage op to one state and returns the states it can
 // lead to (none: the op is impossible here).
+//
+// A lock-free read (o.LockFree) presents no token: it must see the value,
+// and it never moves the fence. With its token 0 the rules below already
+// say so (0 is admitted only while the fence is 0, and then leaves it 0).
 func stepReg(s reg, o *history.Op, into regs) regs {
 	t := o.Token
 	admit := t >= s.fence
@@ -198,10 +202,14 @@ func DescribeOp(o *history.Op) string {
 		}
 		return "acquire → " + out
 	case history.Read:
-		if o.Type == history.OK && o.Value != nil {
-			return fmt.Sprintf("read(t=%d) → %d", o.Token, *o.Value)
+		t := fmt.Sprintf("t=%d", o.Token)
+		if o.LockFree {
+			t = "lock-free"
 		}
-		return fmt.Sprintf("read(t=%d) → %s", o.Token, out)
+		if o.Type == history.OK && o.Value != nil {
+			return fmt.Sprintf("read(%s) → %d", t, *o.Value)
+		}
+		return fmt.Sprintf("read(%s) → %s", t, out)
 	case history.Write:
 		return fmt.Sprintf("write(t=%d, %s→%s) → %s", o.Token, i64(o.Prev), i64(o.Value), out)
 	}

@@ -64,6 +64,8 @@ func (t *teller) opStep(o *history.Op, role string) Step {
 				text += " and believes it holds it"
 			}
 		}
+	case o.F == history.Read && o.Type == history.OK && o.LockFree:
+		text = fmt.Sprintf("%s read %s without the lock (a lock-free read: no token)", who, i64(o.Value))
 	case o.F == history.Read && o.Type == history.OK:
 		text = fmt.Sprintf("%s read %s with token %d", who, i64(o.Value), o.Token)
 	case o.F == history.Write && o.Type == history.OK:

@@ -47,6 +47,14 @@ func (g Guard) Read(ctx context.Context, key string, token uint64) (int64, error
 	return g.Storage.Read(ctx, key, token)
 }
 
+// ReadLockFree reads key without the lock (the workload's --read-mix): the
+// client holds no lease, so there is nothing to check, and the read
+// presents no token. A client that embeds a Guard is a
+// backends.LockFreeReader through it.
+func (g Guard) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	return g.Storage.ReadLockFree(ctx, key)
+}
+
 // Write writes key only while the lease check passes, with the
 // write-checked failpoint between the check and the write. prev (what the
 // section read) is for the history only: storage writes are blind.

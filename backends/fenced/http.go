@@ -20,8 +20,8 @@ type answer struct {
 	Value int64 `json:"value"`
 }
 
-// Handler serves a Store over HTTP: POST /read and POST /write with a JSON
-// body. It is what `check storage` runs in the storage node, so the
+// Handler serves a Store over HTTP: POST /read, POST /write and POST
+// /read-lock-free (a read that presents no token) with a JSON body. It is what `check storage` runs in the storage node, so the
 // storage can be partitioned and paused like any node.
 func Handler(s *Store) http.Handler {
 	mux := http.NewServeMux()
@@ -35,6 +35,15 @@ func Handler(s *Store) http.Handler {
 			return
 		}
 		v, err := s.Read(r.Context(), req.Key, req.Token)
+		backends.WriteJSON(w, answer{Value: v}, err)
+	})
+	mux.HandleFunc("POST /read-lock-free", func(w http.ResponseWriter, r *http.Request) {
+		var req request
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			backends.WriteJSON(w, nil, badRequest(err))
+			return
+		}
+		v, err := s.ReadLockFree(r.Context(), req.Key)
 		backends.WriteJSON(w, answer{Value: v}, err)
 	})
 	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +66,12 @@ type Remote struct {
 func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, error) {
 	var a answer
 	err := backends.PostJSON(ctx, r.Client, r.URL+"/read", request{Key: key, Token: token}, &a)
+	return a.Value, err
+}
+
+func (r *Remote) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	var a answer
+	err := backends.PostJSON(ctx, r.Client, r.URL+"/read-lock-free", request{Key: key}, &a)
 	return a.Value, err
 }
 

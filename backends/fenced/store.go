@@ -52,6 +52,10 @@ type cell struct {
 type Storage interface {
 	Read(ctx context.Context, key string, token uint64) (int64, error)
 	Write(ctx context.Context, key string, token uint64, value int64) error
+	// ReadLockFree reads key for a reader that holds no lock (the
+	// workload's --read-mix): it presents no token, so it is never
+	// refused as stale and never moves the fence, whatever the mode.
+	ReadLockFree(ctx context.Context, key string) (int64, error)
 }
 
 // Store is the in-memory fenced register set. It is linearizable: one mutex
@@ -90,6 +94,14 @@ func (s *Store) Read(_ context.Context, key string, token uint64) (int64, error)
 		c.fence = token
 	}
 	return c.value, nil
+}
+
+// ReadLockFree returns key's value to a reader that holds no lock: no
+// token is presented, none is checked, and the fence stays where it is.
+func (s *Store) ReadLockFree(_ context.Context, key string) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cell(key).value, nil
 }
 
 // Write stores value, or returns ErrFenced when the mode checks writes and

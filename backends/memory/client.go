@@ -116,6 +116,13 @@ func (d delayed) Read(ctx context.Context, key string, token uint64) (int64, err
 	return v, err
 }
 
+func (d delayed) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	d.c.send()
+	v, err := d.storage.ReadLockFree(ctx, key)
+	d.c.receive()
+	return v, err
+}
+
 func (d delayed) Write(ctx context.Context, key string, token uint64, value int64) error {
 	d.c.send()
 	err := d.storage.Write(ctx, key, token, value)

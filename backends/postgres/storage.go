@@ -118,6 +118,19 @@ func (s *Storage) Read(ctx context.Context, key string, token uint64) (int64, er
 	return v, err
 }
 
+// ReadLockFree reads key's value for a reader that holds no lock: no
+// token, no fence check, the fence untouched.
+func (s *Storage) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	var v int64
+	err := onPool(ctx, s.pool, func(conn *pgxpool.Conn) error {
+		if err := s.ensure(ctx, conn, key); err != nil {
+			return err
+		}
+		return outcome(conn.QueryRow(ctx, storageReadSQL, key).Scan(&v))
+	})
+	return v, err
+}
+
 func (s *Storage) Write(ctx context.Context, key string, token uint64, value int64) error {
 	t, err := bigint(token)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 type compareFlags struct {
 	spec                                                                             compare.Spec
 	backends, storages, faults, fencing, leaseChecks, serverVersions, dir, shardFlag string
+	readMix                                                                          float64
 }
 
 func newCompareCmd() *cobra.Command {
@@ -46,11 +47,13 @@ recipe, storages fenced, etcd's own and postgres, fencing none, writes and all,
 faults pause-holder, pause, partition and kill, 3 runs); jepsen-etcd (Jepsen's
 etcd 3.4.3 lock experiment: etcd lock-rpc on Debian's etcd 3.4, 5 nodes, 5
 clients each bound to one node, lease 2s, a critical section of 10ms plus
-0-2s, the leader or every node paused for 5s every 5s (the column
+0-2s, half the ops lock-free reads (--read-mix 0.5, Jepsen's gen/mix of
+adds and reads), a lock waited for at most 5s by the client (--acquire-timeout
+5.5s, of which the agent keeps 0.5s: Jepsen's client timeout), the leader or every node paused for 5s every 5s (the column
 pause-leader+pause-all); rows: the client that trusts its grant
 (--lease-check none) unfenced, with --fencing all and with etcd's guarded
-transactions, and the careful client unfenced; 10 full-length runs of 30s
-each; see docs/jepsen-etcd.md); kleppmann (the clock faults against
+transactions, and the careful client unfenced; 10 full-length runs of 120s
+each, Jepsen's time limit; see docs/jepsen-etcd.md); kleppmann (the clock faults against
 Redlock and the other recipes: redis redlock and setnx, postgres lease, etcd and
 zookeeper × clock-jump on a majority, clock-jump-quorum, clock-strobe and
 pause-holder × fencing none and all, a critical section of 1s; see
@@ -101,7 +104,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&cf.serverVersions, "server-versions", "", "comma list of server builds, one row each for a backend that has several (etcd: 3.4,3.5,3.6,3.7; 3.5 and 3.7 are compiled on first use); default each backend's first (jepsen-etcd: 3.4)")
 	f.StringVar(&spec.Base.ClientEndpoints, "client-endpoints", "", "which servers each client speaks to: all (default) or one (process p to server p mod n; etcd and zookeeper; jepsen-etcd: one)")
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
-	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 30s)")
+	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 120s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.StringVar(&cf.shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
 	f.StringVar(&cf.dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
@@ -117,6 +120,9 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
 	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
+	f.DurationVar(&spec.Base.AcquireTimeout, "acquire-timeout", 0, "how long a section waits for the lock before it gives up (default the op timeout; jepsen-etcd: 5.5s, of which the client in its container gets 5s, Jepsen's etcd client's timeout)")
+	f.Float64Var(&cf.readMix, "read-mix", 0, "share of each run's ops (0 to below 1) that read the storage without taking the lock, presenting no token (default 0; jepsen-etcd: 0.5, as Jepsen's gen/mix of adds and reads)")
+	f.SetAnnotation("read-mix", exampleAnnotation, []string{"0.5"})
 	f.StringVar(&spec.Base.AgentBinary, "agent-binary", "", "static check binary to run in the containers")
 	f.BoolVar(&spec.Base.VerboseBuild, "verbose-build", false, "stream the full output of the image builds and compiles (default: one line per step, the rest in a log file)")
 	addCheckMemoryFlag(f, &spec.Base.CheckMemory)
@@ -177,7 +183,14 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 		if err := minExposuresValid(spec.Base.MinExposures); err != nil {
 			return err
 		}
-		spec.Base.Given = map[string]bool{"min-exposures": true}
+		if spec.Base.Given == nil {
+			spec.Base.Given = map[string]bool{}
+		}
+		spec.Base.Given["min-exposures"] = true
+	}
+	spec.ReadMix = nil
+	if cmd.Flags().Changed("read-mix") {
+		spec.ReadMix = &cf.readMix
 	}
 	if !cmd.Flags().Changed("seed") {
 		spec.Seed = rand.Int64N(1 << 40)

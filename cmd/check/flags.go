@@ -36,8 +36,16 @@ func flagError(_ *cobra.Command, err error) error {
 	return usageErr("%s: %q is not accepted: %v", name, v, errors.Unwrap(err))
 }
 
-// example is the flag's default when it is a telling one, else fallback.
+// exampleAnnotation names a flag's own example value, where neither its
+// default nor the type's fallback is one it accepts (--read-mix 0.5).
+const exampleAnnotation = "fencecheck-example"
+
+// example is the flag's own example, else its default when that is a
+// telling one, else fallback.
 func example(f *pflag.Flag, fallback string) string {
+	if e := f.Annotations[exampleAnnotation]; len(e) > 0 {
+		return e[0]
+	}
 	switch f.DefValue {
 	case "", "0", "0s":
 		return fallback

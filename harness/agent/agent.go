@@ -94,6 +94,15 @@ func (b *builtin) Read(ctx context.Context, key string, token uint64) (int64, er
 	return v, errOf(err)
 }
 
+func (b *builtin) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	lf, ok := b.c.(backends.LockFreeReader)
+	if !ok {
+		return 0, lockclient.Failf("this recipe's client does not read without the lock")
+	}
+	v, err := lf.ReadLockFree(ctx, key)
+	return v, errOf(err)
+}
+
 func (b *builtin) Write(ctx context.Context, key string, token uint64, prev, value int64, checkpoint func(string)) error {
 	return errOf(b.c.Write(backends.WithFailpoint(ctx, checkpoint), key, token, prev, value))
 }
@@ -444,6 +453,16 @@ func (r *Remote) Acquire(ctx context.Context, key string) (uint64, error) {
 
 func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, error) {
 	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpRead, Key: key, Token: token})
+	if err != nil {
+		return 0, err
+	}
+	return rep.Value, errorOf(rep)
+}
+
+// ReadLockFree asks the agent for a read without the lock
+// (lockclient.OpReadLockFree).
+func (r *Remote) ReadLockFree(ctx context.Context, key string) (int64, error) {
+	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpReadLockFree, Key: key})
 	if err != nil {
 		return 0, err
 	}
