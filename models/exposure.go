@@ -446,20 +446,28 @@ func allOf(n int, one, two, many string) string {
 // breakdown lists the outcomes that occurred: "2 refused by the storage,
 // 1 admitted".
 func (c ExposureCounts) breakdown() string {
+	return strings.Join(nonZero(
+		count{c.Refused, "refused by the storage"},
+		count{c.NotSent, "not sent (the client saw its lease was gone)"},
+		count{c.Unknown, "of unknown outcome"},
+		count{c.Admitted, "admitted"}), ", ")
+}
+
+// count is a number and what it counts, for nonZero.
+type count struct {
+	n    int
+	what string
+}
+
+// nonZero phrases the counts above zero, in order: "2 refused".
+func nonZero(cs ...count) []string {
 	var parts []string
-	if c.Refused > 0 {
-		parts = append(parts, fmt.Sprintf("%d refused by the storage", c.Refused))
+	for _, c := range cs {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
 	}
-	if c.NotSent > 0 {
-		parts = append(parts, fmt.Sprintf("%d not sent (the client saw its lease was gone)", c.NotSent))
-	}
-	if c.Unknown > 0 {
-		parts = append(parts, fmt.Sprintf("%d of unknown outcome", c.Unknown))
-	}
-	if c.Admitted > 0 {
-		parts = append(parts, fmt.Sprintf("%d admitted", c.Admitted))
-	}
-	return strings.Join(parts, ", ")
+	return parts
 }
 
 // asideText says what was at stake but not counted: superseded holders
@@ -483,19 +491,7 @@ func (c ExposureCounts) Short() string {
 	if c.Exposures == 0 {
 		return s
 	}
-	var parts []string
-	if c.Admitted > 0 {
-		parts = append(parts, fmt.Sprintf("%d admitted", c.Admitted))
-	}
-	if c.Refused > 0 {
-		parts = append(parts, fmt.Sprintf("%d refused", c.Refused))
-	}
-	if c.NotSent > 0 {
-		parts = append(parts, fmt.Sprintf("%d not sent", c.NotSent))
-	}
-	if c.Unknown > 0 {
-		parts = append(parts, fmt.Sprintf("%d unknown", c.Unknown))
-	}
+	parts := nonZero(count{c.Admitted, "admitted"}, count{c.Refused, "refused"}, count{c.NotSent, "not sent"}, count{c.Unknown, "unknown"})
 	return s + ", " + strings.Join(parts, ", ")
 }
 
