@@ -512,9 +512,9 @@ func TestCompareMemoryEndToEnd(t *testing.T) {
 	}
 }
 
-// The settled answers, through the compare runner: an unfenced lease under
-// a paused holder is unsafe on every backend; fencing every op (or etcd's
-// guarded transaction) makes it safe.
+// The settled answers, through the compare runner, three runs at a time:
+// an unfenced lease under a paused holder is unsafe on every backend;
+// fencing every op (or etcd's guarded transaction) makes it safe.
 func TestDockerKnownAnswers(t *testing.T) {
 	bin := dockerOrSkip(t)
 	type answer struct {
@@ -545,7 +545,10 @@ func TestDockerKnownAnswers(t *testing.T) {
 	}
 	base := DefaultBase()
 	base.AgentBinary = bin
-	m := &Matrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base}
+	// Three runs at a time: the verdicts are the ones these cells have
+	// always given one by one with the same seed (issue 39's known
+	// answer: --parallel 3 agrees with --parallel 1).
+	m := &Matrix{Faults: []string{"pause-holder"}, Runs: 1, TimeLimit: 12 * time.Second, Seed: 1, Base: base, Parallel: 3}
 	for _, a := range answers {
 		m.Rows = append(m.Rows, a.row)
 	}
@@ -702,5 +705,41 @@ func TestVerboseBuildReachesEveryRun(t *testing.T) {
 	}
 	if cfg := m.Config(m.Rows[0], m.Faults[0], 0, "/s"); !cfg.VerboseBuild {
 		t.Error("a run's Config lost --verbose-build")
+	}
+}
+
+// The same matrix on two slots gives every cell the verdicts it gets on
+// one, with each cell's runs in run order (seeds in sequence) whatever
+// order they ended in, and the progress names the slots.
+func TestCompareParallelMatchesSequential(t *testing.T) {
+	verdicts := map[int][]string{}
+	for _, width := range []int{1, 2} {
+		m, err := Expand(Spec{
+			Backends: []string{"memory"}, Faults: []string{"pause-holder"}, TimeLimit: 2 * time.Second, Seed: 7, Runs: 2, Parallel: width,
+			Base: harness.Config{LeaseTTL: 200 * time.Millisecond, NemesisInterval: 400 * time.Millisecond, Work: 5 * time.Millisecond},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var progress strings.Builder
+		c, err := Run(quiet(), m, filepath.Join(t.TempDir(), "compare"), &progress)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, row := range c.Rows {
+			cell := row.Cells[0]
+			verdicts[width] = append(verdicts[width], cell.VerdictText())
+			for k, r := range cell.Runs {
+				if r.Seed != 7+int64(k) {
+					t.Errorf("width %d, %s: run %d has seed %d, want %d", width, row.Fencing, k, r.Seed, 7+k)
+				}
+			}
+		}
+		if width > 1 && (!strings.Contains(progress.String(), "4 runs of 2s, 2 at a time") || !strings.Contains(progress.String(), "slot 2: ")) {
+			t.Errorf("progress does not name the slots:\n%s", progress.String())
+		}
+	}
+	if !slices.Equal(verdicts[1], verdicts[2]) || !slices.Equal(verdicts[1], []string{"invalid 2/2", "valid 2/2"}) {
+		t.Errorf("one slot %v, two slots %v; want invalid 2/2 then valid 2/2 for both", verdicts[1], verdicts[2])
 	}
 }

@@ -72,6 +72,9 @@ type Spec struct {
 	// FullTime runs every cell for its whole time limit; otherwise a run
 	// ends its workload at its first violation (StopOnViolation).
 	FullTime bool
+	// Parallel is how many runs go on at once, each on its own cluster
+	// (--parallel; 0: one).
+	Parallel int
 	// ServerVersions are server builds (--server-version values), one row
 	// each for every backend that has several builds; a backend with one
 	// build gets its one row. Default: the preset's, else each backend's
@@ -151,10 +154,20 @@ type Matrix struct {
 	TimeLimit time.Duration
 	Seed      int64
 	Base      harness.Config
+	// Parallel is how many runs go on at once (0: one); a slot runs one
+	// run at a time on its own cluster, warm clusters shared between
+	// slots' runs one after another (harness.Clusters).
+	Parallel int
 	// bindWhereAble: the preset binds each client to one server, and a
 	// backend that cannot be bound (Info.OneEndpoint false) runs with
 	// every endpoint instead of being refused.
 	bindWhereAble bool
+}
+
+// NeedsDocker says whether any row runs on a Docker cluster (the engine
+// then bounds how many runs can go on at once).
+func (m *Matrix) NeedsDocker() bool {
+	return slices.ContainsFunc(m.Rows, func(r Row) bool { return r.Cluster != registry.ClusterInProcess })
 }
 
 // Applicable says why a row cannot run under a fault ("" when it can).
@@ -222,7 +235,7 @@ func faultOptions(options map[string]string, faults []string) map[string]string 
 // Expand turns a spec into the matrix, checking every value up
 // front; errors are *harness.UsageError naming the flag.
 func Expand(spec Spec) (*Matrix, error) {
-	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec), Published: published[spec.Preset]}
+	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec), Published: published[spec.Preset], Parallel: spec.Parallel}
 	m.bindWhereAble = spec.Base.ClientEndpoints == "" && m.Base.ClientEndpoints == harness.ClientEndpointsOne
 	l, err := presetLists(spec)
 	if err != nil {

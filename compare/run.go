@@ -18,8 +18,8 @@ import (
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
-// Run runs every applicable cell of m, one run at a time, with
-// each run's directory under dir, and writes compare.json, compare.md and
+// Run runs every applicable cell of m, m.Parallel runs at a time (one
+// when it is 0), each on its own cluster and with its directory under dir, and writes compare.json, compare.md and
 // compare.html into dir (after every cell, so a long comparison can be
 // watched). progress gets a line per run. The first interrupt stops the
 // run going on (it is still checked) and skips the rest. The error is
@@ -80,6 +80,9 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	if shard != nil {
 		what = fmt.Sprintf(" (shard %s, matrix %s)", shard, shard.Matrix)
 	}
+	if m.Parallel > 1 {
+		what += fmt.Sprintf(", %d at a time", m.Parallel)
+	}
 	fmt.Fprintf(progress, "compare: %s × %s, %s of %s%s, seed %d, store %s\n",
 		words.Plural(len(m.Rows), "row"), words.Plural(len(m.Faults), "fault"), words.Plural(total, "run"), m.TimeLimit, what, m.Seed, dir)
 	// Runs that need the same containers share them, one after another
@@ -92,45 +95,9 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 			fmt.Fprintf(progress, "compare: %v\n", err)
 		}
 	}()
-	done := 0
-	for i, r := range m.Rows {
-		for j, f := range m.Faults {
-			if c.Rows[i].Cells[j].NotApplicable != "" {
-				continue
-			}
-			var runs []result.CompareRun
-			for k := 0; k < m.Runs && sig.Stop.Err() == nil; k++ {
-				if !take(i, f, k) {
-					continue
-				}
-				cfg := m.Config(r, f, k, dir)
-				done++
-				fmt.Fprintf(progress, "[%d/%d] %s × %s, run %d/%d (seed %d); %d left after this\n",
-					done, total, r, f, k+1, m.Runs, cfg.Seed, total-done)
-				t0 := time.Now()
-				out, err := clusters.Run(sig, cfg, nil)
-				run := summarizeRun(cfg, dir, out, err, time.Since(t0))
-				if err == nil && out.Interrupted {
-					c.Interrupted = true
-				}
-				runs = append(runs, run)
-				if shard != nil {
-					shard.Held = append(shard.Held, result.ComparePair{Row: i, Fault: f, Run: k})
-				}
-				fmt.Fprintf(progress, "        %s\n", runLine(run))
-			}
-			if len(runs) > 0 {
-				c.Rows[i].Cells[j] = AggregateCell(f, runs)
-			}
-			c.Errors = countErrors(c)
-			c.DurationS = time.Since(started).Seconds()
-			if sig.Stop.Err() != nil {
-				c.Interrupted = true
-			}
-			if err := reports.WriteComparison(dir, c); err != nil {
-				return c, fmt.Errorf("writing the comparison: %w", err)
-			}
-		}
+	s := &schedule{sig: sig, m: m, c: c, shard: shard, dir: dir, progress: progress, clusters: clusters, take: take, started: started}
+	if err := s.run(); err != nil {
+		return c, err
 	}
 	c.Errors = countErrors(c)
 	c.DurationS = time.Since(started).Seconds()

@@ -480,10 +480,18 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, runstore.LogsDir), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
-	if s.warmKey != "" && s.st.keepWarm && len(errs) == 0 && s.st.clusters.give(s.warmKey, s.cluster) {
-		s.st.pooled = true
-		s.logf("cluster %s kept warm for the next run", s.cluster.TestID)
-		return nil
+	if s.warmKey != "" && s.st.keepWarm && len(errs) == 0 {
+		if kept, evicted := s.st.clusters.give(s.warmKey, s.cluster); kept {
+			s.st.pooled = true
+			s.logf("cluster %s kept warm for the next run", s.cluster.TestID)
+			if evicted != nil {
+				s.logf("cluster %s, idle longest, removed to keep the warm clusters within one per slot", evicted.TestID)
+				if err := evicted.Down(ctx); err != nil {
+					s.logf("removing cluster %s: %v (check cluster down --id %s)", evicted.TestID, err, evicted.TestID)
+				}
+			}
+			return nil
+		}
 	}
 	if s.cfg.KeepCluster {
 		s.logf("cluster %s kept (--keep-cluster): docker exec -it %s bash; remove it with: check cluster down --id %s",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,13 +32,29 @@ import (
 type Clusters struct {
 	mu   sync.Mutex
 	idle map[string][]*compose.Cluster
+	// order is every idle cluster, the longest idle first.
+	order []*compose.Cluster
+	// most is how many idle clusters p keeps (0: any number): runs side
+	// by side (--parallel) leave one cluster each, and a matrix that moves
+	// on to another backend would otherwise keep every slot's cluster of
+	// the last one up to the end, its memory with it.
+	most int
 	// closed: Close has run; a cluster given back after it is removed.
 	closed bool
 }
 
-// NewClusters makes an empty set of warm clusters; Close removes what it
-// holds at the end.
+// NewClusters makes an empty set of warm clusters that keeps any number
+// idle; Close removes what it holds at the end.
 func NewClusters() *Clusters { return &Clusters{idle: map[string][]*compose.Cluster{}} }
+
+// NewClustersUpTo is NewClusters keeping at most most clusters idle (one
+// per slot of --parallel): a cluster given back beyond that makes the one
+// idle longest go.
+func NewClustersUpTo(most int) *Clusters {
+	p := NewClusters()
+	p.most = max(most, 1)
+	return p
+}
 
 // Run is harness.Run with the cluster taken from p when one is warm, and
 // given back to p after a clean run. --fresh-cluster (Config.FreshCluster)
@@ -57,7 +74,7 @@ func (p *Clusters) Close(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	idle := p.idle
-	p.idle, p.closed = map[string][]*compose.Cluster{}, true
+	p.idle, p.order, p.closed = map[string][]*compose.Cluster{}, nil, true
 	p.mu.Unlock()
 	var errs []error
 	for _, list := range idle {
@@ -80,18 +97,29 @@ func (p *Clusters) take(key string) *compose.Cluster {
 	}
 	cl := list[len(list)-1]
 	p.idle[key] = list[:len(list)-1]
+	p.order = slices.DeleteFunc(p.order, func(c *compose.Cluster) bool { return c == cl })
 	return cl
 }
 
-// give keeps cl for the next run of key; false when p is closed.
-func (p *Clusters) give(key string, cl *compose.Cluster) bool {
+// give keeps cl for the next run of key; false when p is closed. Past
+// p.most idle clusters, it hands back the one idle longest (of any key)
+// for the caller to remove.
+func (p *Clusters) give(key string, cl *compose.Cluster) (kept bool, evicted *compose.Cluster) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return false
+		return false, nil
 	}
 	p.idle[key] = append(p.idle[key], cl)
-	return true
+	p.order = append(p.order, cl)
+	if p.most > 0 && len(p.order) > p.most {
+		evicted = p.order[0]
+		p.order = p.order[1:]
+		for k, list := range p.idle {
+			p.idle[k] = slices.DeleteFunc(list, func(c *compose.Cluster) bool { return c == evicted })
+		}
+	}
+	return true, evicted
 }
 
 // warmKey is what a run needs of a kept cluster: the same containers.

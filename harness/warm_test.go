@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/fencecheck/fencecheck/compose"
@@ -53,7 +54,10 @@ func TestWarmKey(t *testing.T) {
 func TestClustersTakeGive(t *testing.T) {
 	p := NewClusters()
 	a, b := &compose.Cluster{TestID: "a"}, &compose.Cluster{TestID: "b"}
-	if !p.give("k", a) || !p.give("k", b) {
+	if ka, _ := p.give("k", a); !ka {
+		t.Fatal("give refused")
+	}
+	if kb, _ := p.give("k", b); !kb {
 		t.Fatal("give refused")
 	}
 	if p.take("other") != nil {
@@ -68,11 +72,63 @@ func TestClustersTakeGive(t *testing.T) {
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if p.give("k", a) {
+	if kept, _ := p.give("k", a); kept {
 		t.Fatal("a closed set took a cluster back")
 	}
 	var none *Clusters
 	if err := none.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Bounded to two idle clusters, a third given back makes the one idle
+// longest go, whatever its key, and a taken cluster is no longer idle.
+func TestClustersUpTo(t *testing.T) {
+	p := NewClustersUpTo(2)
+	a, b, c, d := &compose.Cluster{TestID: "a"}, &compose.Cluster{TestID: "b"}, &compose.Cluster{TestID: "c"}, &compose.Cluster{TestID: "d"}
+	for _, cl := range []*compose.Cluster{a, b} {
+		if kept, ev := p.give("etcd", cl); !kept || ev != nil {
+			t.Fatalf("give %s: kept %v, evicted %v", cl.TestID, kept, ev)
+		}
+	}
+	if kept, ev := p.give("zookeeper", c); !kept || ev != a {
+		t.Fatalf("third idle cluster: kept %v, evicted %v, want a", kept, ev)
+	}
+	if got := p.take("etcd"); got != b {
+		t.Fatalf("took %v, want b (a was removed)", got)
+	}
+	if p.take("etcd") != nil {
+		t.Fatal("took the evicted cluster")
+	}
+	if kept, ev := p.give("zookeeper", d); !kept || ev != nil {
+		t.Fatalf("two idle after a take: evicted %v", ev)
+	}
+}
+
+func TestParallelWidth(t *testing.T) {
+	for _, c := range []struct {
+		cpus    int
+		mem     int64
+		n, most int
+	}{
+		{2, 24 << 30, 4, 6},     // this machine: cores decide
+		{64, 256 << 30, 16, 16}, // a big box: the cap
+		{16, 8 << 30, 2, 2},     // little memory decides
+		{4, 0, 1, 1},            // memory unknown: one
+	} {
+		w := ParallelWidth(c.cpus, c.mem)
+		if w.N != c.n || w.Most != c.most {
+			t.Errorf("%d cores, %d bytes: %d (most %d), want %d (most %d): %s", c.cpus, c.mem, w.N, w.Most, c.n, c.most, w.Why)
+		}
+	}
+	w := ParallelWidth(2, 24<<30)
+	if err := CheckParallel(7, w); err == nil || !strings.Contains(err.Error(), "--parallel") || !strings.Contains(err.Error(), "at most 6") {
+		t.Errorf("7 slots on 24 GiB: %v", err)
+	}
+	if err := CheckParallel(0, w); err == nil || !strings.Contains(err.Error(), "out of range") {
+		t.Errorf("0 slots: %v", err)
+	}
+	if err := CheckParallel(6, w); err != nil {
+		t.Error(err)
 	}
 }

@@ -106,6 +106,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 120s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
+	f.IntVar(&spec.Parallel, "parallel", 0, "runs at once, each on its own cluster (default from the engine: 2 a core, as many as half its memory holds at 2 GiB a slot; 1 runs them one by one; docs/benchmarks.md)")
 	f.StringVar(&cf.shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
 	f.StringVar(&cf.dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.
@@ -198,6 +199,15 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 	m, err := compare.Expand(*spec)
 	if err != nil {
 		return err
+	}
+	w := harness.EngineWidth(cmd.Context(), m.NeedsDocker())
+	if cmd.Flags().Changed("parallel") {
+		if err := harness.CheckParallel(spec.Parallel, w); err != nil {
+			return err
+		}
+	} else {
+		m.Parallel = w.N
+		fmt.Fprintf(cmd.OutOrStdout(), "compare: %d runs at a time (%s; --parallel sets it)\n", w.N, w.Why)
 	}
 	if cf.dir == "" {
 		cf.dir = runstore.CompareDir(runstore.DefaultRoot, time.Now())

@@ -164,7 +164,7 @@ func TestRepeatExitCodeIsTheWorst(t *testing.T) {
 	} {
 		ran := 0
 		var b strings.Builder
-		err := repeat(&b, len(c.codes), c.keepGoing, 100, func() bool { return c.stopAfter > 0 && ran >= c.stopAfter },
+		err := repeat(&b, len(c.codes), 1, c.keepGoing, 100, func() bool { return c.stopAfter > 0 && ran >= c.stopAfter },
 			func(i int, seed int64) testResult {
 				ran++
 				if seed != 100+int64(i-1) {

@@ -1,14 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/slots"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -59,26 +62,40 @@ func junitFor(path string, i, count int) string {
 	return fmt.Sprintf("%s-run%d%s", strings.TrimSuffix(path, ext), i, ext)
 }
 
-// repeat carries out the test count times, run i with seed base+i-1,
-// each in its own store directory, and stops after the first run that is
-// not valid unless keepGoing. An interrupt ends the run going on (it is
-// healed, checked and reported as usual) and the loop with it. The exit
-// code is the worst outcome (see severity); a bad argument stops at once.
-// one carries out test i with the seed given and returns its exit code,
-// its store directory and, when it could not be carried out, why.
-func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() bool,
+// repeat carries out the test count times, test i with seed base+i-1,
+// each in its own store directory, width tests at once (--parallel; one
+// slot hands them out strictly in order), and hands out no new test after
+// the first that is not valid unless keepGoing. An interrupt ends the
+// tests going on (each is healed, checked and reported as usual) and
+// starts no other. The exit code is the worst outcome (see severity); a
+// bad argument stops at once. one carries out test i with the seed given
+// and returns its exit code, its store directory and, when it could not
+// be carried out, why; with width > 1 it is called from several
+// goroutines at once.
+func repeat(w io.Writer, count, width int, keepGoing bool, base int64, stopped func() bool,
 	one func(i int, seed int64) testResult) error {
+	var mu sync.Mutex
 	worst, worstErr := harness.ExitValid, error(nil)
+	var usage error
 	tally := map[string]int{}
 	done := 0
 	var pooled models.ExposureCounts
 	counted := 0
-	for i := 1; i <= count; i++ {
-		seed := base + int64(i-1)
+	halt := false // a test was not valid (and !keepGoing), or an argument was bad
+	ran := slots.Run(count, width, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return halt || stopped()
+	}, func(_, n int) {
+		i := n + 1
+		seed := base + int64(n)
 		tr := one(i, seed)
 		code, dir, err := tr.code, tr.dir, tr.err
+		mu.Lock()
+		defer mu.Unlock()
 		if code == harness.ExitUsage {
-			return err
+			usage, halt = err, true
+			return
 		}
 		done++
 		if tr.exposures != nil {
@@ -89,6 +106,9 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 		tally[word]++
 		if severity(code) > severity(worst) {
 			worst, worstErr = code, err
+		}
+		if code != harness.ExitValid && !keepGoing {
+			halt = true
 		}
 		if count > 1 {
 			line := fmt.Sprintf("test %d/%d: %s, seed %d", i, count, word, seed)
@@ -103,15 +123,12 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 			}
 			fmt.Fprintln(w, line)
 		}
-		if stopped() {
-			if count > 1 {
-				fmt.Fprintf(w, "interrupted after test %d of %d\n", i, count)
-			}
-			break
-		}
-		if code != harness.ExitValid && !keepGoing {
-			break
-		}
+	})
+	if usage != nil {
+		return usage
+	}
+	if stopped() && count > 1 {
+		fmt.Fprintf(w, "interrupted after test %d of %d\n", ran, count)
 	}
 	if count > 1 {
 		var parts []string
@@ -121,7 +138,7 @@ func repeat(w io.Writer, count int, keepGoing bool, base int64, stopped func() b
 			}
 		}
 		how := ""
-		if done < count && !stopped() {
+		if done < count && !stopped() && !keepGoing {
 			how = "; stopped at the first test that was not valid (--keep-going runs them all)"
 		}
 		fmt.Fprintf(w, "%d of %d tests run: %s%s\n", done, count, strings.Join(parts, ", "), how)
@@ -172,4 +189,38 @@ func outcomeWord(code int) string {
 		return string(models.Unknown)
 	}
 	return result.Error
+}
+
+// prefixWriter writes whole lines to w, each with prefix, under mu: the
+// progress of tests side by side (--parallel), told apart by their
+// number, never mixed mid-line.
+type prefixWriter struct {
+	mu     *sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		p.mu.Lock()
+		_, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, bytes.TrimRight(p.buf[:i], "\r"))
+		p.mu.Unlock()
+		p.buf = p.buf[i+1:]
+		if err != nil {
+			return len(b), err
+		}
+	}
+}
+
+// Flush writes what is left of a line that never ended.
+func (p *prefixWriter) Flush() {
+	if len(p.buf) > 0 {
+		p.Write([]byte("\n"))
+	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +38,7 @@ type runFlags struct {
 	nemesis, concurrency string
 	testCount            int
 	keepGoing            bool
+	parallel             int
 	options              map[string]*string // the backends' and the faults' own flags
 }
 
@@ -99,6 +102,17 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if testCount < 1 || testCount > maxTestCount {
 		return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
 	}
+	width := 1
+	if cmd.Flags().Changed("parallel") {
+		if testCount < 2 {
+			return usageErr("--parallel: runs several tests at once, so it needs several tests: add --test-count (e.g. --test-count 10 --parallel %d), or drop --parallel", max(rf.parallel, 2))
+		}
+		w := harness.EngineWidth(cmd.Context(), cfg.Cluster != registry.ClusterInProcess && cfg.Backend != "memory")
+		if err := harness.CheckParallel(rf.parallel, w); err != nil {
+			return err
+		}
+		width = rf.parallel
+	}
 	if keepGoing && testCount < 2 {
 		return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
 	}
@@ -110,11 +124,11 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	junit := cfg.JUnit
 	sig, stop := signals()
 	defer stop()
-	// The tests of one --test-count share their cluster, one after
-	// another; the last is removed at the end.
+	// The tests of one --test-count share their clusters, one after
+	// another on each slot; the last are removed at the end.
 	var clusters *harness.Clusters
 	if testCount > 1 {
-		clusters = harness.NewClusters()
+		clusters = harness.NewClustersUpTo(width)
 	}
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -123,14 +137,25 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			fmt.Fprintf(cmd.ErrOrStderr(), "check: %v\n", err)
 		}
 	}()
-	return repeat(cmd.OutOrStdout(), testCount, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
+	stdout := cmd.OutOrStdout()
+	if width > 1 {
+		fmt.Fprintf(stdout, "%d tests, %d at a time, each on its own cluster; each test's lines start with its number\n", testCount, width)
+	}
+	var outMu sync.Mutex
+	return repeat(stdout, testCount, width, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
 		func(i int, seed int64) testResult {
 			c := *cfg
 			c.Seed = seed
 			c.CommandArgv = commandLine(cmd, seed)
 			c.Command = shellquote.Join(c.CommandArgv)
 			c.JUnit = junitFor(junit, i, testCount)
-			out, err := clusters.Run(sig, c, cmd.OutOrStdout())
+			var progress io.Writer = stdout
+			if width > 1 {
+				pw := &prefixWriter{mu: &outMu, w: stdout, prefix: fmt.Sprintf("[test %d] ", i)}
+				defer pw.Flush()
+				progress = pw
+			}
+			out, err := clusters.Run(sig, c, progress)
 			if err != nil {
 				if _, ok := err.(*harness.UsageError); ok {
 					return testResult{code: harness.ExitUsage, err: err}
@@ -164,6 +189,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
 	f.StringVar(&rf.concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server the backend runs (e.g. 2n: 6 on 3 etcd nodes, 2 on memory's one server)")
 	f.IntVar(&rf.testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
+	f.IntVar(&rf.parallel, "parallel", 1, "with --test-count, run this many tests at once, each on its own cluster; one at a time keeps the stop at the first test that is not valid in order; at most what the engine's memory holds (docs/compare.md)")
 	f.BoolVar(&rf.keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar((*string)(&cfg.Cluster), "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")

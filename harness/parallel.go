@@ -1,0 +1,91 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/internal/meminfo"
+	"github.com/fencecheck/fencecheck/internal/units"
+)
+
+// SlotMemory is what one slot of --parallel is allowed of the engine's
+// memory: one run's cluster at its largest. Measured with docker stats on
+// 2026-12-05 (docs/benchmarks.md, "Runs side by side"): a 5-node etcd 3.4
+// cluster of the jepsen-etcd preset with its storage node and 5 clients
+// peaks at about 0.5 GiB, ZooKeeper's three JVMs at about 0.9 GiB, the
+// Kubernetes cluster (3 etcd + kube-apiserver) at about 0.8 GiB; 2 GiB
+// leaves each slot room for its check's history and the engine's own
+// overhead.
+const SlotMemory = 2 << 30
+
+// MaxParallel bounds --parallel: past it the engine's bridge networks
+// (one per cluster; Docker's default address pools hold about 30) and its
+// event stream become the limit, not the machine.
+const MaxParallel = 16
+
+// RunsPerCore is how many runs the default puts on each of the engine's
+// cores. A run spends most of its wall time waiting — sleeps, frozen
+// holders, leases running out — and keeps about a third of a core busy on
+// average (measured: docs/benchmarks.md), so two runs a core still leave
+// headroom for the faults' timing.
+const RunsPerCore = 2
+
+// Width is a --parallel setting and why it is what it is.
+type Width struct {
+	// N is the number of slots; Most is the most the engine's memory
+	// allows (N ≤ Most).
+	N, Most int
+	// Why names the numbers the default was worked out from.
+	Why string
+}
+
+// ParallelWidth works out --parallel's default and its upper bound from
+// the engine's cores and memory: RunsPerCore runs a core, and never more
+// slots than half the engine's memory holds at SlotMemory each (the other
+// half is the checks' bound and the engine's own, DefaultCheckMemory).
+func ParallelWidth(cpus int, memory int64) Width {
+	cpus = max(cpus, 1)
+	most := 1
+	if memory > 0 {
+		most = max(1, int(memory/2/SlotMemory))
+	}
+	most = min(most, MaxParallel)
+	n := min(RunsPerCore*cpus, most)
+	return Width{N: n, Most: most, Why: fmt.Sprintf("%d cores × %d runs a core, %s of memory / 2 / %s a slot allows %d",
+		cpus, RunsPerCore, units.FormatBytes(memory), units.FormatBytes(SlotMemory), most)}
+}
+
+// EngineWidth is ParallelWidth for the engine the runs will use: its
+// cores and memory as it reports them (a remote engine is another
+// machine), or this machine's when every run is in process or the engine
+// cannot be asked (the runs will then say why themselves).
+func EngineWidth(ctx context.Context, docker bool) Width {
+	cpus, memory := runtime.NumCPU(), int64(0)
+	if total, err := meminfo.Field("MemTotal"); err == nil {
+		memory = total
+	}
+	if docker {
+		if cli, err := compose.Connect(ctx); err == nil {
+			if info, err := cli.Info(ctx); err == nil && info.NCPU > 0 && info.MemTotal > 0 {
+				cpus, memory = info.NCPU, info.MemTotal
+			}
+			cli.Close()
+		}
+	}
+	return ParallelWidth(cpus, memory)
+}
+
+// CheckParallel refuses a --parallel the engine cannot hold: below 1, or
+// more slots than its memory allows (w.Most).
+func CheckParallel(n int, w Width) error {
+	if n < 1 || n > MaxParallel {
+		return registry.Flagf("parallel", "%d is out of range (accepted: 1 to %d; default here %d)", n, MaxParallel, w.N)
+	}
+	if n > w.Most {
+		return registry.Flagf("parallel", "%d slots would not fit the engine's memory: %s (at most %d here; each slot may take %s)", n, w.Why, w.Most, units.FormatBytes(SlotMemory))
+	}
+	return nil
+}
