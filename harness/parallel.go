@@ -82,7 +82,7 @@ func EngineWidth(ctx context.Context, docker bool) Width {
 // more slots than its memory allows (w.Most).
 func CheckParallel(n int, w Width) error {
 	if n < 1 || n > MaxParallel {
-		return registry.Flagf("parallel", "%d is out of range (accepted: 1 to %d; default here %d)", n, MaxParallel, w.N)
+		return registry.Flagf("parallel", "%d is out of range (accepted: 1 to %d, and at most %d on this engine)", n, MaxParallel, w.Most)
 	}
 	if n > w.Most {
 		return registry.Flagf("parallel", "%d slots would not fit the engine's memory: %s (at most %d here; each slot may take %s)", n, w.Why, w.Most, units.FormatBytes(SlotMemory))

@@ -275,7 +275,7 @@ func commandLine(cmd *cobra.Command, seed int64) []string {
 		// The command reruns this one test: no repetition, and the client
 		// count as --clients (which --concurrency has set).
 		switch f.Name {
-		case "seed", "test-count", "keep-going":
+		case "seed", "test-count", "keep-going", "parallel":
 			return
 		case "concurrency":
 			argv = append(argv, "--clients", cmd.Flags().Lookup("clients").Value.String())
