@@ -107,7 +107,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 		if testCount < 2 {
 			return usageErr("--parallel: runs several tests at once, so it needs several tests: add --test-count (e.g. --test-count 10 --parallel %d), or drop --parallel", max(rf.parallel, 2))
 		}
-		w := harness.EngineWidth(cmd.Context(), cfg.Cluster != registry.ClusterInProcess && cfg.Backend != "memory")
+		w := harness.EngineWidth(cmd.Context(), runsOnDocker(cfg))
 		if err := harness.CheckParallel(rf.parallel, w); err != nil {
 			return err
 		}
@@ -293,4 +293,14 @@ func commandLine(cmd *cobra.Command, seed int64) []string {
 		argv = append(argv, "--"+f.Name, f.Value.String())
 	})
 	return append(argv, "--seed", fmt.Sprint(seed))
+}
+
+// runsOnDocker says whether the run's servers are Docker containers: its
+// --cluster, else its backend's first cluster.
+func runsOnDocker(cfg *harness.Config) bool {
+	if cfg.Cluster != "" {
+		return cfg.Cluster != registry.ClusterInProcess
+	}
+	b, ok := registry.Lookup(cfg.Backend)
+	return !ok || b.Clusters[0] != registry.ClusterInProcess
 }
