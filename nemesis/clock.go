@@ -96,7 +96,7 @@ func init() {
 			j := &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
 				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}
 			if env.Hold != nil {
-				j.Aim = &clockAim{Hold: env.Hold, MaxWait: HoldPause(env.Settings)}
+				j.Aim = &clockAim{holderAim{Hold: env.Hold}, takeoverWait{MaxWait: HoldPause(env.Settings)}}
 				env.Observe(j.Aim.Observe)
 			}
 			return j, nil

@@ -1,9 +1,10 @@
 package nemesis
 
 // The fault registry. Each fault describes itself here, from an init
-// function in its own file (pause.go, partition.go, kill.go, latency.go):
-// its --nemesis word, a line for --help, what it needs of the cluster, how
-// long it holds, its own flags, and how it is built from an Env. The
+// function in its own file (pause.go, pauseall.go, partition.go, kill.go,
+// latency.go, clock.go): its --nemesis word, a line for --help, what it
+// needs of the cluster, how long it holds, its own flags, and how it is
+// built from an Env. The
 // harness asks the registry — to validate --nemesis before anything is
 // created, to build the faults, to know how long each holds — and never
 // names a fault.
