@@ -28,6 +28,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -41,8 +42,8 @@ type Setup struct {
 	LeaseTTL time.Duration
 	// Fencing is what the shared storage checks tokens on.
 	Fencing fenced.Mode
-	// Options are the backend's own flags (Info.Options), by flag name;
-	// an absent one is "".
+	// Options are the values of the backend's own flags (Info.Flags), by
+	// flag name; an absent one is "".
 	Options map[string]string
 	// ClientServers is a --client run's --nodes on a backend whose server
 	// count otherwise follows its recipe (Info.ClientNodes): the servers
@@ -54,16 +55,6 @@ type Setup struct {
 	// NoNetworkDelay drops an in-process system's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool
-}
-
-// Option is a flag only one backend understands, e.g. what Redis servers
-// keep on disk. The flag is refused with any other backend.
-type Option struct {
-	Flag  string
-	Usage string
-	// Check validates the value ("" is the flag not given, and must be
-	// accepted); its error names what is accepted.
-	Check func(value string) error
 }
 
 // Cluster is where a backend's system under test runs: the --cluster
@@ -115,8 +106,9 @@ type Info struct {
 	// one master, or five for a Redlock client); empty: a client run gets
 	// the backend's own count.
 	ClientNodes []int
-	// Options are the backend's own flags.
-	Options []Option
+	// Flags are the backend's own flags, e.g. what Redis servers keep on
+	// disk; each is refused with any other backend.
+	Flags []usage.Flag
 	// ServerImage, when set, says how the backend runs its servers from an
 	// image the user names (--server-image): the official image's
 	// conventions it follows (entrypoint, environment, data directory,
@@ -167,7 +159,7 @@ type Info struct {
 	// NewDB makes the servers' side for a Docker run and says how many
 	// server nodes it needs. It must not start anything: validation calls
 	// it to learn the server count before anything is created. An error
-	// about a flag is a *FlagError.
+	// about a flag is a *usage.Error.
 	NewDB func(s Setup) (db backends.DB, servers int, err error)
 	// Notes, if set, are what the run's log should say about this setup
 	// (e.g. a lease clamped to what the servers can grant).
@@ -194,21 +186,6 @@ type InProcess interface {
 	Info() map[string]string
 	// Close resumes every slot.
 	Close(ctx context.Context) error
-}
-
-// FlagError is bad input: it names the flag, what was wrong and what is
-// accepted. A backend refusing its own flag's value returns one, unwrapped;
-// the harness's UsageError is this type, and the CLI exits 254 on it.
-type FlagError struct {
-	Flag string
-	Msg  string
-}
-
-func (e *FlagError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
-
-// Flagf makes a *FlagError.
-func Flagf(flag, format string, args ...any) error {
-	return &FlagError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
 var infos []Info
@@ -335,41 +312,30 @@ func VersionUsage() string {
 		DefaultVersion, strings.Join(parts, " · "))
 }
 
-// Option finds backend b's own flag.
-func (b Info) Option(flag string) (Option, bool) {
-	for _, o := range b.Options {
-		if o.Flag == flag {
-			return o, true
-		}
+// Flag finds backend b's own flag.
+func (b Info) Flag(name string) (usage.Flag, bool) { return usage.Find(b.Flags, name) }
+
+// owners are the backends as owners of their own flags.
+func owners() usage.Owners {
+	o := usage.Owners{Chooser: "backend", Unowned: "no backend in this build has this flag"}
+	for _, b := range infos {
+		o.List = append(o.List, usage.Owner{Name: b.Name, Flags: b.Flags})
 	}
-	return Option{}, false
+	return o
 }
 
-// Options lists every backend's own flags, sorted by flag, each once.
-func Options() []Option {
-	seen := map[string]bool{}
-	var out []Option
-	for _, b := range infos {
-		for _, o := range b.Options {
-			if !seen[o.Flag] {
-				seen[o.Flag] = true
-				out = append(out, o)
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Flag < out[j].Flag })
-	return out
-}
+// Flags lists every backend's own flags, sorted by name, each once.
+func Flags() []usage.Flag { return owners().Flags() }
 
-// OptionOwners names the backends that understand flag.
-func OptionOwners(flag string) []string {
-	var out []string
-	for _, b := range infos {
-		if _, ok := b.Option(flag); ok {
-			out = append(out, b.Name)
-		}
-	}
-	return out
+// FlagOwners names the backends that understand flag.
+func FlagOwners(flag string) []string { return owners().Of(flag) }
+
+// CheckFlags refuses a flag of options given without backend, the one
+// chosen, owning it (and one no backend has), and asks backend to check
+// its flags' values. options must hold no other kind of owner's flags (a
+// fault's). Its error is a *usage.Error.
+func CheckFlags(backend string, options map[string]string) error {
+	return owners().Check([]string{backend}, options)
 }
 
 // StorageKind is a resource every backend can guard, run in the storage
