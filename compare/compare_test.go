@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -314,7 +315,7 @@ func TestExpandCompareFlags(t *testing.T) {
 		{Spec{Base: harness.Config{LeaseTTL: time.Hour}}, "lease-ttl"},
 	} {
 		_, err := Expand(c.spec)
-		var ue *harness.UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != c.flag {
 			t.Errorf("%+v: error %v, want one naming --%s", c.spec, err, c.flag)
 		}

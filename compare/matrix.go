@@ -30,6 +30,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -178,7 +179,7 @@ func (m *Matrix) Applicable(r Row, fault string) string {
 	// The rest of the question Validate asks (e.g. a partition of a
 	// backend with one server has nothing to cut).
 	if err := harness.CheckFaults(m.Config(r, fault, 0, "compare")); err != nil {
-		var ue *harness.UsageError
+		var ue *usage.Error
 		if errors.As(err, &ue) {
 			return ue.Msg
 		}
@@ -233,7 +234,7 @@ func faultOptions(options map[string]string, faults []string) map[string]string 
 }
 
 // Expand turns a spec into the matrix, checking every value up
-// front; errors are *harness.UsageError naming the flag.
+// front; errors are *usage.Error naming the flag.
 func Expand(spec Spec) (*Matrix, error) {
 	m := &Matrix{Preset: spec.Preset, Seed: spec.Seed, Base: expandBase(spec), Published: published[spec.Preset], Parallel: spec.Parallel}
 	m.bindWhereAble = spec.Base.ClientEndpoints == "" && m.Base.ClientEndpoints == harness.ClientEndpointsOne
@@ -261,7 +262,7 @@ func Expand(spec Spec) (*Matrix, error) {
 		if spec.ReadMix == nil {
 			how = fmt.Sprintf("the %s preset's read mix (%v)", spec.Preset, m.Base.ReadMix)
 		}
-		return nil, registry.Flagf("read-mix", "%s mixes lock-free reads into every run, an op of fencecheck's own client that the client protocol does not ask of yours; run the --client rows with --read-mix 0", how)
+		return nil, usage.Errorf("read-mix", "%s mixes lock-free reads into every run, an op of fencecheck's own client that the client protocol does not ask of yours; run the --client rows with --read-mix 0", how)
 	}
 	for _, r := range clientRows {
 		add(r)
@@ -273,10 +274,10 @@ func Expand(spec Spec) (*Matrix, error) {
 		return nil, err
 	}
 	if len(m.Rows) == 0 {
-		return nil, registry.Flagf("storages", "no backend of --backends %s can use storage %s", strings.Join(l.backends, ","), strings.Join(l.storages, ","))
+		return nil, usage.Errorf("storages", "no backend of --backends %s can use storage %s", strings.Join(l.backends, ","), strings.Join(l.storages, ","))
 	}
 	if len(l.serverVersions) > 0 && !slices.ContainsFunc(m.Rows, func(r Row) bool { return r.ServerVersion != "" }) {
-		return nil, registry.Flagf("server-versions", "no backend of the matrix has several server builds to choose from (%s): drop the flag, or add a backend that has, e.g. --backends etcd", registry.VersionUsage())
+		return nil, usage.Errorf("server-versions", "no backend of the matrix has several server builds to choose from (%s): drop the flag, or add a backend that has, e.g. --backends etcd", registry.VersionUsage())
 	}
 	if err := m.checkCells(); err != nil {
 		return nil, err
@@ -295,32 +296,32 @@ func (l lists) check() error {
 	}
 	for _, f := range l.fencing {
 		if _, err := fenced.ParseMode(f); err != nil {
-			return registry.Flagf("fencing", "%v", err)
+			return usage.Errorf("fencing", "%v", err)
 		}
 	}
 	if dup := firstDuplicate(l.fencing); dup != "" {
-		return registry.Flagf("fencing", "%s is listed twice", dup)
+		return usage.Errorf("fencing", "%s is listed twice", dup)
 	}
 	for _, lc := range l.leaseChecks {
 		if !slices.Contains(registry.LeaseChecks, lc) {
-			return registry.Flagf("lease-checks", "unknown lease check %q (accepted: %s)", lc, strings.Join(registry.LeaseChecks, ", "))
+			return usage.Errorf("lease-checks", "unknown lease check %q (accepted: %s)", lc, strings.Join(registry.LeaseChecks, ", "))
 		}
 	}
 	if dup := firstDuplicate(l.leaseChecks); dup != "" {
-		return registry.Flagf("lease-checks", "%s is listed twice", dup)
+		return usage.Errorf("lease-checks", "%s is listed twice", dup)
 	}
 	if dup := firstDuplicate(l.serverVersions); dup != "" {
-		return registry.Flagf("server-versions", "%s is listed twice", dup)
+		return usage.Errorf("server-versions", "%s is listed twice", dup)
 	}
 	for _, f := range l.faults {
 		// Each column is one fault, or faults joined by +: the registry
 		// knows the words.
 		if err := nemesis.CheckNames(FaultList(f)); err != nil {
-			return registry.Flagf("faults", "%v", err)
+			return usage.Errorf("faults", "%v", err)
 		}
 	}
 	if dup := firstDuplicate(l.faults); dup != "" {
-		return registry.Flagf("faults", "%s is listed twice", dup)
+		return usage.Errorf("faults", "%s is listed twice", dup)
 	}
 	own := map[string]bool{}
 	for _, be := range registry.All() {
@@ -336,11 +337,11 @@ func (l lists) check() error {
 				accepted = append(accepted, s)
 			}
 			sort.Strings(accepted)
-			return registry.Flagf("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
+			return usage.Errorf("storages", "unknown storage %q (accepted: %s)", s, strings.Join(accepted, ", "))
 		}
 	}
 	if dup := firstDuplicate(l.storages); dup != "" {
-		return registry.Flagf("storages", "%s is listed twice", dup)
+		return usage.Errorf("storages", "%s is listed twice", dup)
 	}
 	return nil
 }
@@ -353,12 +354,12 @@ func (l lists) builtinRows(add func(Row)) error {
 		name, recipe, one := strings.Cut(sel, ":")
 		be, ok := registry.Lookup(name)
 		if !ok {
-			return registry.Flagf("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(registry.Names(), ", "))
+			return usage.Errorf("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(registry.Names(), ", "))
 		}
 		recipes := be.Recipes
 		switch {
 		case one && !slices.Contains(be.Recipes, recipe):
-			return registry.Flagf("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
+			return usage.Errorf("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
 		case one:
 			recipes = []string{recipe}
 		case !l.everyRecipe:
@@ -407,7 +408,7 @@ func rowVersions(be registry.Info, list []string) ([]string, error) {
 	}
 	for _, v := range list {
 		if !slices.Contains(be.Versions, v) {
-			return nil, registry.Flagf("server-versions", "backend %s has no server version %q (accepted: %s)", be.Name, v, strings.Join(be.Versions, ", "))
+			return nil, usage.Errorf("server-versions", "backend %s has no server version %q (accepted: %s)", be.Name, v, strings.Join(be.Versions, ", "))
 		}
 	}
 	return list, nil
@@ -430,16 +431,16 @@ func (m *Matrix) checkCells() error {
 			cfg := m.Config(r, f, 0, "compare")
 			cfg.Defaults()
 			if err := cfg.Validate(); err != nil {
-				var ue *harness.UsageError
+				var ue *usage.Error
 				if errors.As(err, &ue) {
-					return registry.Flagf(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
+					return usage.Errorf(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
 				}
 				return err
 			}
 		}
 	}
 	if cells == 0 {
-		return registry.Flagf("faults", "no cell can run: %s", strings.Join(whys, "; "))
+		return usage.Errorf("faults", "no cell can run: %s", strings.Join(whys, "; "))
 	}
 	return nil
 }
@@ -449,7 +450,7 @@ func (m *Matrix) checkCells() error {
 // default.
 func CheckRuns(n int) error {
 	if n < 1 || n > 100 {
-		return registry.Flagf("runs", "%d is out of range (accepted: 1 to 100)", n)
+		return usage.Errorf("runs", "%d is out of range (accepted: 1 to 100)", n)
 	}
 	return nil
 }
@@ -458,7 +459,7 @@ func CheckRuns(n int) error {
 // CheckRuns does --runs.
 func CheckTimeLimit(d time.Duration) error {
 	if d < time.Second || d > 24*time.Hour {
-		return registry.Flagf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", d)
+		return usage.Errorf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 20s)", d)
 	}
 	return nil
 }
@@ -495,22 +496,22 @@ func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 			}
 		}
 		if dir == sel && len(spec.Backends) == 0 {
-			return nil, false, registry.Flagf("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
+			return nil, false, usage.Errorf("client", "%s: name the lock service it speaks to, as BACKEND:DIR (e.g. zookeeper:%s) or with --backends", sel, sel)
 		}
 		if dir == sel {
 			builtin = false // --backends names this client's services
 		}
 		cl, err := clientdir.Load(dir)
 		if err != nil {
-			return nil, false, registry.Flagf("client", "%v", err)
+			return nil, false, usage.Errorf("client", "%v", err)
 		}
 		for _, be := range backends {
 			if strings.Contains(be, ":") {
-				return nil, false, registry.Flagf("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
+				return nil, false, usage.Errorf("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)
 			}
 			info, ok := registry.Lookup(be)
 			if !ok {
-				return nil, false, registry.Flagf("backends", "unknown backend %q (accepted: %s)", be, strings.Join(registry.Names(), ", "))
+				return nil, false, usage.Errorf("backends", "unknown backend %q (accepted: %s)", be, strings.Join(registry.Names(), ", "))
 			}
 			versions, err := rowVersions(info, spec.ServerVersions)
 			if err != nil {

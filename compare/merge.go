@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -53,7 +54,7 @@ func Merge(dirs []string, out string) (*result.Comparison, error) {
 	}
 	outAbs, err := filepath.Abs(out)
 	if err != nil {
-		return nil, registry.Flagf("out", "%v", err)
+		return nil, usage.Errorf("out", "%v", err)
 	}
 	var shards []loadedShard
 	for _, d := range dirs {
@@ -62,7 +63,7 @@ func Merge(dirs []string, out string) (*result.Comparison, error) {
 			return nil, refuse("%s: %v", d, err)
 		}
 		if abs == outAbs {
-			return nil, registry.Flagf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, runstore.CompareJSON)
+			return nil, usage.Errorf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, runstore.CompareJSON)
 		}
 		c, err := result.ReadComparison(filepath.Join(d, runstore.CompareJSON))
 		switch {
@@ -177,7 +178,7 @@ func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 		c.Interrupted = c.Interrupted || s.c.Interrupted
 		rel, err := filepath.Rel(out, s.dir)
 		if err != nil {
-			return nil, registry.Flagf("out", "%s and %s share no path for relative links: %v", out, s.dir, err)
+			return nil, usage.Errorf("out", "%s and %s share no path for relative links: %v", out, s.dir, err)
 		}
 		c.Sources = append(c.Sources, result.CompareSource{Shard: s.c.Shard.String(), Dir: filepath.ToSlash(rel),
 			Runs: len(s.c.Shard.Held), DurationS: s.c.DurationS})

@@ -9,6 +9,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -173,7 +174,7 @@ func presetLists(spec Spec) (lists, error) {
 		l.everyRecipe = false
 		l.faults = []string{"clock-jump", "clock-jump-quorum", "clock-strobe", "pause-holder"}
 	default:
-		return l, registry.Flagf("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
+		return l, usage.Errorf("preset", "unknown preset %q (accepted: %s)", spec.Preset, strings.Join(Presets, ", "))
 	}
 	if len(l.backends) == 0 {
 		l.backends = DefaultBackends()

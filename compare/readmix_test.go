@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // The jepsen-etcd preset mixes lock-free reads in (0.5); --read-mix
@@ -55,7 +55,7 @@ func TestReadMixRefusedForClientRows(t *testing.T) {
 	dir := "../examples/clients/redislock"
 	half := 0.5
 	_, err := Expand(Spec{Clients: []string{"redis:" + dir}, ReadMix: &half})
-	var ue *harness.UsageError
+	var ue *usage.Error
 	if !errors.As(err, &ue) || ue.Flag != "read-mix" || !strings.Contains(err.Error(), "--read-mix 0") {
 		t.Errorf("--client with --read-mix 0.5: %v", err)
 	}

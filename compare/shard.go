@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compare/result"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // Shard is the I-th of N slices of a matrix's (cell, run) pairs
@@ -22,20 +23,20 @@ type Shard struct{ I, N int }
 func (s Shard) String() string { return fmt.Sprintf("%d/%d", s.I, s.N) }
 
 // ParseShard reads --shard's "I/N" (1 <= I <= N); errors are
-// *harness.UsageError naming the flag.
+// *usage.Error naming the flag.
 func ParseShard(s string) (Shard, error) {
 	a, b, ok := strings.Cut(strings.TrimSpace(s), "/")
 	i, errI := strconv.Atoi(a)
 	n, errN := strconv.Atoi(b)
 	switch {
 	case !ok || errI != nil || errN != nil:
-		return Shard{}, registry.Flagf("shard", "%q is not I/N: give the shard's number and the number of shards, e.g. --shard 2/3", s)
+		return Shard{}, usage.Errorf("shard", "%q is not I/N: give the shard's number and the number of shards, e.g. --shard 2/3", s)
 	case n < 1:
-		return Shard{}, registry.Flagf("shard", "%s: the number of shards must be at least 1 (e.g. --shard 1/3)", s)
+		return Shard{}, usage.Errorf("shard", "%s: the number of shards must be at least 1 (e.g. --shard 1/3)", s)
 	case n > 1000:
-		return Shard{}, registry.Flagf("shard", "%s: at most 1000 shards", s)
+		return Shard{}, usage.Errorf("shard", "%s: at most 1000 shards", s)
 	case i < 1 || i > n:
-		return Shard{}, registry.Flagf("shard", "%s: the shard's number must be from 1 to %d (e.g. --shard 1/%d)", s, n, n)
+		return Shard{}, usage.Errorf("shard", "%s: the shard's number must be from 1 to %d (e.g. --shard 1/%d)", s, n, n)
 	}
 	return Shard{I: i, N: n}, nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -31,7 +32,7 @@ func TestParseShard(t *testing.T) {
 		"2": "is not I/N", "a/3": "is not I/N", "1/b": "is not I/N", "-1/3": "from 1 to 3", "1/-2": "at least 1",
 	} {
 		_, err := ParseShard(in)
-		var ue *harness.UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "shard" || !strings.Contains(ue.Msg, msg) {
 			t.Errorf("ParseShard(%q) = %v, want a --shard error saying %q", in, err, msg)
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // --server-versions makes one row per listed build of a backend that has
@@ -50,7 +50,7 @@ func TestExpandServerVersionsRefusals(t *testing.T) {
 		{Spec{Backends: []string{"zookeeper", "redis"}, ServerVersions: []string{"3.5"}}, "no backend of the matrix has several server builds"},
 	} {
 		_, err := Expand(tc.spec)
-		var ue *harness.UsageError
+		var ue *usage.Error
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want %q", tc.spec.ServerVersions, err, tc.want)
 			continue

@@ -13,7 +13,6 @@ package harness
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
 	"github.com/fencecheck/fencecheck/internal/units"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -101,8 +101,8 @@ type Config struct {
 	Command     string
 	CommandArgv []string
 	// Options are the backends' and the faults' own flags by name
-	// (registry.Option, e.g. redis-persistence: what the Redis servers
-	// keep on disk; nemesis.Flag); a flag left out is absent or "".
+	// (registry.Info.Flags, e.g. redis-persistence: what the Redis servers
+	// keep on disk; nemesis.Kind.Flags); a flag left out is absent or "".
 	Options map[string]string
 	// JUnit, when set, is where a JUnit XML report goes (one test case
 	// per key), for CI systems.
@@ -142,11 +142,6 @@ type Config struct {
 	// client is ClientDir loaded; Validate sets it.
 	client *clientdir.Client
 }
-
-// UsageError is bad input: it names the flag, what was wrong and what is
-// accepted. The CLI exits 254 on it. It is the registry's FlagError, so a
-// backend refusing its own flag's value is bad input as well.
-type UsageError = registry.FlagError
 
 // FencingMode is what the shared storage checks tokens on, as Validate
 // parsed it.
@@ -234,35 +229,35 @@ func (c *Config) Defaults() {
 func (c *Config) Validate() error {
 	b, ok := registry.Lookup(c.Backend)
 	if !ok {
-		return registry.Flagf("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(registry.Names(), ", "))
+		return usage.Errorf("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(registry.Names(), ", "))
 	}
 	if err := c.checkClient(b); err != nil {
 		return err
 	}
 	if !slices.Contains(b.Recipes, c.Recipe) {
-		return registry.Flagf("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
+		return usage.Errorf("recipe", "backend %s has no recipe %q (accepted: %s)", c.Backend, c.Recipe, strings.Join(b.Recipes, ", "))
 	}
 	shared := registry.IsSharedStorage(c.Storage)
 	if !shared && !slices.Contains(b.Storages, c.Storage) {
 		accepted := append(registry.SharedStorages(), b.Storages...)
-		return registry.Flagf("storage", "backend %s cannot use storage %q (accepted: %s; a backend's own storage, such as etcd, needs that backend)", c.Backend, c.Storage, strings.Join(accepted, ", "))
+		return usage.Errorf("storage", "backend %s cannot use storage %q (accepted: %s; a backend's own storage, such as etcd, needs that backend)", c.Backend, c.Storage, strings.Join(accepted, ", "))
 	}
 	if !shared && c.Fencing != "none" {
-		return registry.Flagf("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(registry.SharedStorages(), ", "))
+		return usage.Errorf("fencing", "storage %s guards the resource with the lock itself: --fencing applies to the shared storages (%s) only; drop it", c.Storage, strings.Join(registry.SharedStorages(), ", "))
 	}
 	if shared && c.Cluster == registry.ClusterInProcess && c.Storage != registry.DefaultStorage {
-		return registry.Flagf("storage", "storage %s needs --cluster docker", c.Storage)
+		return usage.Errorf("storage", "storage %s needs --cluster docker", c.Storage)
 	}
 	if !slices.Contains(b.Clusters, c.Cluster) {
-		return registry.Flagf("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, joinClusters(b.Clusters))
+		return usage.Errorf("cluster", "backend %s cannot run on cluster %q (accepted: %s)", c.Backend, c.Cluster, joinClusters(b.Clusters))
 	}
 	defaultVersion := c.ServerVersion == "" || c.ServerVersion == registry.DefaultVersion
 	if len(b.Versions) > 0 && !defaultVersion && !slices.Contains(b.Versions, c.ServerVersion) {
-		return registry.Flagf("server-version", "backend %s has no server version %q (accepted: %s, or %s for %s)", c.Backend, c.ServerVersion,
+		return usage.Errorf("server-version", "backend %s has no server version %q (accepted: %s, or %s for %s)", c.Backend, c.ServerVersion,
 			strings.Join(b.Versions, ", "), registry.DefaultVersion, b.Versions[0])
 	}
 	if len(b.Versions) == 0 && !defaultVersion {
-		return registry.Flagf("server-version", "backend %s has one server build (%s); drop the flag", c.Backend, cmp.Or(b.Builds[registry.DefaultVersion], registry.DefaultVersion))
+		return usage.Errorf("server-version", "backend %s has one server build (%s); drop the flag", c.Backend, cmp.Or(b.Builds[registry.DefaultVersion], registry.DefaultVersion))
 	}
 	if err := c.checkServerImage(b); err != nil {
 		return err
@@ -278,69 +273,69 @@ func (c *Config) Validate() error {
 	}
 	mode, err := fenced.ParseMode(c.Fencing)
 	if err != nil {
-		return registry.Flagf("fencing", "%v", err)
+		return usage.Errorf("fencing", "%v", err)
 	}
 	c.mode = mode
 	if err := c.checkFaults(b); err != nil {
 		return err
 	}
 	if c.Clients < 1 || c.Clients > 100 {
-		return registry.Flagf("clients", "%d is out of range (accepted: 1 to 100)", c.Clients)
+		return usage.Errorf("clients", "%d is out of range (accepted: 1 to 100)", c.Clients)
 	}
 	if c.Keys < 1 || c.Keys > 1000 {
-		return registry.Flagf("keys", "%d is out of range (accepted: 1 to 1000)", c.Keys)
+		return usage.Errorf("keys", "%d is out of range (accepted: 1 to 1000)", c.Keys)
 	}
 	if c.TimeLimit < time.Second || c.TimeLimit > 24*time.Hour {
-		return registry.Flagf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 30s)", c.TimeLimit)
+		return usage.Errorf("time-limit", "%s is out of range (accepted: 1s to 24h, e.g. 30s)", c.TimeLimit)
 	}
 	if c.LeaseTTL < b.MinTTL || c.LeaseTTL > 10*time.Minute {
-		return registry.Flagf("lease-ttl", "%s is out of range for %s (accepted: %s to 10m)", c.LeaseTTL, c.Backend, b.MinTTL)
+		return usage.Errorf("lease-ttl", "%s is out of range for %s (accepted: %s to 10m)", c.LeaseTTL, c.Backend, b.MinTTL)
 	}
 	if c.Work < 0 || c.Work > time.Minute {
-		return registry.Flagf("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
+		return usage.Errorf("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
 	}
 	if c.Hold < 0 || c.Hold > time.Minute {
-		return registry.Flagf("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
+		return usage.Errorf("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
 	}
 	if err := c.checkReadMix(); err != nil {
 		return err
 	}
 	if c.PauseDuration <= 0 {
-		return registry.Flagf("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
+		return usage.Errorf("pause-duration", "%s: must be positive; leave the flag out for the default, 2 × lease-ttl (here %s)", c.PauseDuration, 2*c.LeaseTTL)
 	}
 	if c.Exposures < 0 {
-		return registry.Flagf("exposures", "must be 0 (off) or more, got %d (e.g. --exposures 100 --time-limit 30m: run until 100 holders were exposed, at most 30 minutes)", c.Exposures)
+		return usage.Errorf("exposures", "must be 0 (off) or more, got %d (e.g. --exposures 100 --time-limit 30m: run until 100 holders were exposed, at most 30 minutes)", c.Exposures)
 	}
 	if c.MinExposures < 0 {
-		return registry.Flagf("min-exposures", "must be 0 or more, got %d (0 lets a run that put safety at stake nowhere pass; 1 asks for at least one)", c.MinExposures)
+		return usage.Errorf("min-exposures", "must be 0 or more, got %d (0 lets a run that put safety at stake nowhere pass; 1 asks for at least one)", c.MinExposures)
 	}
 	if c.Given["pause-duration"] && !nemesis.Injects(c.Nemesis) {
-		return registry.Flagf("pause-duration", "--nemesis %s injects no faults, so nothing is paused or held; drop the flag, or add a fault to --nemesis", nemesis.None)
+		return usage.Errorf("pause-duration", "--nemesis %s injects no faults, so nothing is paused or held; drop the flag, or add a fault to --nemesis", nemesis.None)
 	}
 	if c.NemesisInterval < 100*time.Millisecond {
-		return registry.Flagf("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
+		return usage.Errorf("nemesis-interval", "%s is too short (accepted: at least 100ms)", c.NemesisInterval)
 	}
 	if c.OpTimeout > 0 && c.OpTimeout <= c.PauseDuration {
-		return registry.Flagf("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
+		return usage.Errorf("op-timeout", "%s must be longer than the pause duration %s, or paused clients' ops end as info", c.OpTimeout, c.PauseDuration)
 	}
 	if c.AcquireTimeout != 0 && (c.AcquireTimeout < 100*time.Millisecond || (c.OpTimeout > 0 && c.AcquireTimeout > c.OpTimeout)) {
-		return registry.Flagf("acquire-timeout", "%s is out of range (accepted: 100ms up to the op timeout, here %s, e.g. 5s as Jepsen's etcd client; leave the flag out to wait the op timeout)", c.AcquireTimeout, c.OpTimeout)
+		return usage.Errorf("acquire-timeout", "%s is out of range (accepted: 100ms up to the op timeout, here %s, e.g. 5s as Jepsen's etcd client; leave the flag out to wait the op timeout)", c.AcquireTimeout, c.OpTimeout)
 	}
 	if c.CheckTimeout < time.Second {
-		return registry.Flagf("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
+		return usage.Errorf("check-timeout", "%s is too short (accepted: at least 1s)", c.CheckTimeout)
 	}
 	if c.CheckMemory < MinCheckMemory {
-		return registry.Flagf("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", units.FormatBytes(c.CheckMemory), units.FormatBytes(MinCheckMemory))
+		return usage.Errorf("check-memory", "%s is too small (accepted: at least %s, e.g. 4GiB)", units.FormatBytes(c.CheckMemory), units.FormatBytes(MinCheckMemory))
 	}
 	if c.Cluster == registry.ClusterInProcess {
 		for _, flag := range []string{"keep-cluster", "fresh-cluster", "agent-binary"} {
 			if c.Given[flag] {
-				return registry.Flagf(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
+				return usage.Errorf(flag, "an in-process run has no Docker cluster or client containers; drop the flag (or run on --cluster docker)")
 			}
 		}
 	}
 	if c.Store == "" {
-		return registry.Flagf("store", "must name a directory")
+		return usage.Errorf("store", "must name a directory")
 	}
 	return checkName(c.Name)
 }
@@ -357,25 +352,25 @@ func (c *Config) checkClient(b registry.Info) error {
 	}
 	switch {
 	case b.ClosedToClients != "":
-		return registry.Flagf("client", "%s; test your client against a real service: --backend %s", b.ClosedToClients, registry.OrList(registry.OpenToClients()))
+		return usage.Errorf("client", "%s; test your client against a real service: --backend %s", b.ClosedToClients, registry.OrList(registry.OpenToClients()))
 	case c.Cluster == registry.ClusterInProcess:
-		return registry.Flagf("client", "an in-process run has no servers your client could speak to; test your client on --cluster docker against a real service: --backend %s", registry.OrList(registry.OpenToClients()))
+		return usage.Errorf("client", "an in-process run has no servers your client could speak to; test your client on --cluster docker against a real service: --backend %s", registry.OrList(registry.OpenToClients()))
 	case c.Given["recipe"]:
-		return registry.Flagf("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
+		return usage.Errorf("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
 		// A storage this backend cannot use at all is Validate's to refuse.
 		_, ok := b.ClientStorage(c.Storage)
 		if !ok && (registry.IsSharedStorage(c.Storage) || slices.Contains(b.Storages, c.Storage)) {
-			return registry.Flagf("storage", "with --client your program writes to the fenced storage node (%s)%s; storage %s is reached only through fencecheck's own recipes (docs/client-protocol.md)",
+			return usage.Errorf("storage", "with --client your program writes to the fenced storage node (%s)%s; storage %s is reached only through fencecheck's own recipes (docs/client-protocol.md)",
 				registry.DefaultStorage, orOwn(b.ClientStorageNames()), c.Storage)
 		}
 		if ok && c.Given["fencing"] {
-			return registry.Flagf("fencing", "with --client and --storage %s your program checks the token itself (its own statement or transaction), and that check is what the run tests; the storage checks nothing of its own, so --fencing has nothing to set. Drop --fencing", c.Storage)
+			return usage.Errorf("fencing", "with --client and --storage %s your program checks the token itself (its own statement or transaction), and that check is what the run tests; the storage checks nothing of its own, so --fencing has nothing to set. Drop --fencing", c.Storage)
 		}
 	}
 	cl, err := clientdir.Load(c.ClientDir)
 	if err != nil {
-		return registry.Flagf("client", "%v", err)
+		return usage.Errorf("client", "%v", err)
 	}
 	c.client = cl
 	return nil
@@ -385,10 +380,10 @@ func (c *Config) checkClient(b registry.Info) error {
 // agent knows how to read without the lock.
 func (c *Config) checkReadMix() error {
 	if !(c.ReadMix >= 0 && c.ReadMix < 1) { // NaN too
-		return registry.Flagf("read-mix", "%v is out of range (accepted: 0 to below 1, the share of ops that read without the lock, e.g. 0.5 as in Jepsen's lock-set workload; 0, the default, takes the lock for every op)", c.ReadMix)
+		return usage.Errorf("read-mix", "%v is out of range (accepted: 0 to below 1, the share of ops that read without the lock, e.g. 0.5 as in Jepsen's lock-set workload; 0, the default, takes the lock for every op)", c.ReadMix)
 	}
 	if c.ReadMix > 0 && c.ClientDir != "" {
-		return registry.Flagf("read-mix", "a lock-free read is an op of fencecheck's own client (read-lock-free, which the client protocol does not ask of yours): with --client every op is a locked section. Drop --read-mix, or drop --client to run the built-in recipe")
+		return usage.Errorf("read-mix", "a lock-free read is an op of fencecheck's own client (read-lock-free, which the client protocol does not ask of yours): with --client every op is a locked section. Drop --read-mix, or drop --client to run the built-in recipe")
 	}
 	return nil
 }
@@ -431,12 +426,12 @@ func (c *Config) Client() *clientdir.Client { return c.client }
 // memory, the recipe's for Redis). --concurrency's "<k>n" and results.json's
 // nodes count these. It reads the config with its defaults filled in and
 // changes nothing; an unknown backend or a bad backend flag is a
-// *UsageError.
+// *usage.Error.
 func (c Config) Servers() (int, error) {
 	c.Defaults()
 	b, ok := registry.Lookup(c.Backend)
 	if !ok {
-		return 0, registry.Flagf("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(registry.Names(), ", "))
+		return 0, usage.Errorf("backend", "unknown backend %q (accepted: %s)", c.Backend, strings.Join(registry.Names(), ", "))
 	}
 	if len(b.Nodes) > 0 {
 		return c.Nodes, nil
@@ -462,42 +457,33 @@ func (c *Config) checkNodes(b registry.Info) error {
 		}
 		if c.ClientDir != "" && len(b.ClientNodes) > 0 {
 			if !slices.Contains(b.ClientNodes, c.Nodes) {
-				return registry.Flagf("nodes", "with --client, backend %s runs %s servers, not %d (--nodes 5 for a Redlock client)", c.Backend, words.OrList(strings.Split(joinInts(b.ClientNodes), ", ")), c.Nodes)
+				return usage.Errorf("nodes", "with --client, backend %s runs %s servers, not %d (--nodes 5 for a Redlock client)", c.Backend, words.OrList(strings.Split(joinInts(b.ClientNodes), ", ")), c.Nodes)
 			}
 			return nil
 		}
 		if b.FixedNodes != "" {
-			return registry.Flagf("nodes", "%s", b.FixedNodes)
+			return usage.Errorf("nodes", "%s", b.FixedNodes)
 		}
-		return registry.Flagf("nodes", "backend %s runs one server; drop the flag", c.Backend)
+		return usage.Errorf("nodes", "backend %s runs one server; drop the flag", c.Backend)
 	}
 	if (c.Cluster == registry.ClusterDocker || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
-		return registry.Flagf("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
+		return usage.Errorf("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
 	}
 	return nil
 }
 
-// checkOptions: a backend's own flag (registry.Option) is refused with
-// any other backend, and checked by its backend.
+// checkOptions: a backend's own flag (Info.Flags) is refused with any
+// other backend, and checked by its backend; a flag no backend or fault
+// has is refused.
 func (c *Config) checkOptions(b registry.Info) error {
-	for _, flag := range slices.Sorted(maps.Keys(c.Options)) {
-		if len(nemesis.FlagOwners(flag)) > 0 {
-			continue // a fault's own flag: checkFaults asks the faults
-		}
-		if _, ok := b.Option(flag); !ok && c.Options[flag] != "" {
-			owners := registry.OptionOwners(flag)
-			if len(owners) == 0 {
-				return registry.Flagf(flag, "no backend in this build has this flag")
-			}
-			return registry.Flagf(flag, "applies to --backend %s only", strings.Join(owners, ", "))
+	own := map[string]string{}
+	for flag, v := range c.Options {
+		// A fault's own flag is the faults' to judge (checkFaults).
+		if len(nemesis.FlagOwners(flag)) == 0 {
+			own[flag] = v
 		}
 	}
-	for _, o := range b.Options {
-		if err := o.Check(c.Options[o.Flag]); err != nil {
-			return registry.Flagf(o.Flag, "%v", err)
-		}
-	}
-	return nil
+	return registry.CheckFlags(b.Name, own)
 }
 
 // Client endpoints: which servers each client is given (--client-endpoints).
@@ -511,22 +497,22 @@ const (
 // speaks to.
 func (c *Config) checkClientSide(b registry.Info) error {
 	if !slices.Contains(registry.LeaseChecks, c.LeaseCheck) {
-		return registry.Flagf("lease-check", "unknown value %q (accepted: %s)", c.LeaseCheck, strings.Join(registry.LeaseChecks, ", "))
+		return usage.Errorf("lease-check", "unknown value %q (accepted: %s)", c.LeaseCheck, strings.Join(registry.LeaseChecks, ", "))
 	}
 	if c.ClientDir != "" && c.Given["lease-check"] {
-		return registry.Flagf("lease-check", "with --client your program is the recipe, and what it checks of its lease is its own; drop --lease-check")
+		return usage.Errorf("lease-check", "with --client your program is the recipe, and what it checks of its lease is its own; drop --lease-check")
 	}
 	switch c.ClientEndpoints {
 	case ClientEndpointsAll:
 	case ClientEndpointsOne:
 		if !b.OneEndpoint {
-			return registry.Flagf("client-endpoints", "one: %s; drop the flag (or use --backend %s)", b.AllEndpoints, registry.OrList(oneEndpointBackends()))
+			return usage.Errorf("client-endpoints", "one: %s; drop the flag (or use --backend %s)", b.AllEndpoints, registry.OrList(oneEndpointBackends()))
 		}
 		if c.Cluster == registry.ClusterInProcess {
-			return registry.Flagf("client-endpoints", "an in-process run has no servers to bind a client to; drop the flag (or run on --cluster docker)")
+			return usage.Errorf("client-endpoints", "an in-process run has no servers to bind a client to; drop the flag (or run on --cluster docker)")
 		}
 	default:
-		return registry.Flagf("client-endpoints", "unknown value %q (accepted: %s, %s)", c.ClientEndpoints, ClientEndpointsAll, ClientEndpointsOne)
+		return usage.Errorf("client-endpoints", "unknown value %q (accepted: %s, %s)", c.ClientEndpoints, ClientEndpointsAll, ClientEndpointsOne)
 	}
 	return nil
 }
@@ -579,9 +565,9 @@ func checkName(name string) error {
 	}
 	switch {
 	case bad:
-		return registry.Flagf("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
+		return usage.Errorf("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
 	case name == runstore.Latest:
-		return registry.Flagf("name", "latest is taken: store/latest points at the newest run; choose another name")
+		return usage.Errorf("name", "latest is taken: store/latest points at the newest run; choose another name")
 	}
 	return nil
 }
@@ -603,17 +589,17 @@ func (c *Config) checkServerImage(b registry.Info) error {
 	}
 	switch {
 	case strings.TrimSpace(c.ServerImage) != c.ServerImage || strings.ContainsAny(c.ServerImage, " \t\n"):
-		return registry.Flagf("server-image", "%q is not an image reference (e.g. gcr.io/etcd-development/etcd:v3.6.16)", c.ServerImage)
+		return usage.Errorf("server-image", "%q is not an image reference (e.g. gcr.io/etcd-development/etcd:v3.6.16)", c.ServerImage)
 	case b.ServerImage == "":
-		return registry.Flagf("server-image", "backend %s cannot run its servers from an image yet (accepted with: %s); drop the flag", c.Backend, strings.Join(can, ", "))
+		return usage.Errorf("server-image", "backend %s cannot run its servers from an image yet (accepted with: %s); drop the flag", c.Backend, strings.Join(can, ", "))
 	case c.Cluster != registry.ClusterDocker:
-		return registry.Flagf("server-image", "an image runs in Docker: add --cluster docker or drop the flag")
+		return usage.Errorf("server-image", "an image runs in Docker: add --cluster docker or drop the flag")
 	case c.Given["server-version"]:
-		return registry.Flagf("server-version", "the server image %s decides the server's version (recorded from the servers' own answer): drop --server-version", c.ServerImage)
+		return usage.Errorf("server-version", "the server image %s decides the server's version (recorded from the servers' own answer): drop --server-version", c.ServerImage)
 	}
 	for _, f := range c.Nemesis {
 		if nemesis.Prepares([]string{f}) {
-			return registry.Flagf("nemesis", "%s cannot reach a server run from an image: the clock faults preload libfaketime into the server's process, which the image's own entrypoint does not take; drop --server-image or the fault", f)
+			return usage.Errorf("nemesis", "%s cannot reach a server run from an image: the clock faults preload libfaketime into the server's process, which the image's own entrypoint does not take; drop --server-image or the fault", f)
 		}
 	}
 	return nil

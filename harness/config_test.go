@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // Validate asks the question buildFaults asks, so a fault the cluster
@@ -40,7 +41,7 @@ func TestValidateRefusesFaultsTheClusterCannotInject(t *testing.T) {
 		cfg.LeaseTTL = 2 * time.Second
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		switch {
 		case tc.ok && err != nil:
 			t.Errorf("%+v: %v", tc, err)
@@ -61,7 +62,7 @@ func TestRunCreatesNothingForBadInput(t *testing.T) {
 		cfg.Store = filepath.Join(t.TempDir(), "store")
 		mutate(&cfg)
 		_, err := Run(quiet(), cfg, nil)
-		var ue *UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != flag {
 			t.Errorf("%s: got %v, want a usage error naming --%s", flag, err, flag)
 		}
@@ -129,7 +130,7 @@ func TestNodesAndPauseDurationOnlyWhenGiven(t *testing.T) {
 		}
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		switch {
 		case tc.flag == "" && err != nil:
 			t.Errorf("%s: %v", name, err)

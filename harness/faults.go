@@ -7,6 +7,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -56,15 +57,11 @@ func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.H
 }
 
 // faultUsage makes a fault the run cannot inject bad input for --nemesis
-// (exit 254), and a fault's own flag given wrongly bad input for that flag.
+// (exit 254). A fault's own flag given wrongly is a *usage.Error already.
 func faultUsage(err error) error {
 	var un *nemesis.Unavailable
-	var fe *nemesis.FlagError
-	switch {
-	case errors.As(err, &un):
-		return registry.Flagf("nemesis", "%s", un.Msg)
-	case errors.As(err, &fe):
-		return registry.Flagf(fe.Flag, "%s", fe.Msg)
+	if errors.As(err, &un) {
+		return usage.Errorf("nemesis", "%s", un.Msg)
 	}
 	return err
 }
@@ -72,7 +69,7 @@ func faultUsage(err error) error {
 // CheckFaults asks, as Validate does before anything is created, whether
 // the cluster cfg describes can inject every fault of its --nemesis: nil
 // when it can (or when the backend is unknown, which Validate refuses),
-// else a *UsageError saying why not.
+// else a *usage.Error saying why not.
 func CheckFaults(cfg Config) error {
 	cfg.Defaults()
 	b, ok := registry.Lookup(cfg.Backend)
@@ -87,7 +84,7 @@ func CheckFaults(cfg Config) error {
 // inject every fault, as buildFaults will.
 func (c *Config) checkFaults(b registry.Info) error {
 	if err := nemesis.CheckNames(c.Nemesis); err != nil {
-		return registry.Flagf("nemesis", "%v", err)
+		return usage.Errorf("nemesis", "%v", err)
 	}
 	docker := c.Cluster == registry.ClusterDocker
 	servers := 0

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // --hold adds a uniform random time in [0, hold] to --work; without it
@@ -47,7 +48,7 @@ func TestHoldOutOfRangeNamesTheFlag(t *testing.T) {
 		cfg.Hold = h
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "hold" {
 			t.Fatalf("--hold %s: %v, want a usage error naming --hold", h, err)
 		}

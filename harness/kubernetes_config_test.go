@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // The kubernetes backend takes the faults that reach a client or a server
@@ -31,7 +32,7 @@ func TestValidateKubernetesCombinations(t *testing.T) {
 		cfg := base(fault)
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "nemesis" || !strings.Contains(err.Error(), "monotonic clock") {
 			t.Errorf("%s: got %v, want a --nemesis usage error that says why (the monotonic clock)", fault, err)
 		}
@@ -44,7 +45,7 @@ func TestValidateKubernetesCombinations(t *testing.T) {
 		mutate(&cfg)
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != flag {
 			t.Errorf("%s: got %v, want a usage error naming --%s", flag, err, flag)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -33,7 +34,7 @@ func TestLeaseCheckAndClientEndpointsRefusals(t *testing.T) {
 		tc.set(&cfg)
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)

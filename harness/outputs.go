@@ -9,14 +9,14 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // checkOutputs checks, before anything is created, that every place the
 // run will write can take what it writes: the store (--store) is a
 // directory or can be made one, the test's directory in it (--name) is
 // not a file, and --junit names a file that can be written. Each is bad
-// input (a *UsageError naming the flag), found at once rather than after
+// input (a *usage.Error naming the flag), found at once rather than after
 // a run whose verdict it would then hide.
 func checkOutputs(c *Config) error {
 	if err := CheckStoreDir(c.Store); err != nil {
@@ -24,7 +24,7 @@ func checkOutputs(c *Config) error {
 	}
 	test := filepath.Join(c.Store, c.Name)
 	if st, err := os.Stat(test); err == nil && !st.IsDir() {
-		return registry.Flagf("name", "%s is a file, but the test's name is a directory in the store (%s): choose another --name, or move the file", test, c.Store)
+		return usage.Errorf("name", "%s is a file, but the test's name is a directory in the store (%s): choose another --name, or move the file", test, c.Store)
 	}
 	return CheckJUnitPath(c.JUnit)
 }
@@ -45,10 +45,10 @@ func CheckJUnitPath(path string) error {
 	}
 	if st, err := os.Stat(path); err == nil {
 		if st.IsDir() {
-			return registry.Flagf("junit", "%s is a directory: give the file to write, e.g. --junit %s", path, filepath.Join(path, "junit.xml"))
+			return usage.Errorf("junit", "%s is a directory: give the file to write, e.g. --junit %s", path, filepath.Join(path, "junit.xml"))
 		}
 		if unix.Access(path, unix.W_OK) != nil {
-			return registry.Flagf("junit", "%s cannot be written by this user: give another file, or change its permissions", path)
+			return usage.Errorf("junit", "%s cannot be written by this user: give another file, or change its permissions", path)
 		}
 		return nil
 	}
@@ -64,20 +64,20 @@ func checkDirPath(flag, dir, example string) error {
 		switch {
 		case err == nil && !st.IsDir():
 			if p == filepath.Clean(dir) {
-				return registry.Flagf(flag, "%s is a file, not a directory: give %s", dir, example)
+				return usage.Errorf(flag, "%s is a file, not a directory: give %s", dir, example)
 			}
-			return registry.Flagf(flag, "%s cannot be made: %s is a file, not a directory; give %s", dir, p, example)
+			return usage.Errorf(flag, "%s cannot be made: %s is a file, not a directory; give %s", dir, p, example)
 		case err == nil:
 			if unix.Access(p, unix.W_OK|unix.X_OK) != nil {
-				return registry.Flagf(flag, "%s cannot be written by this user (%s is not writable): give %s", dir, p, example)
+				return usage.Errorf(flag, "%s cannot be written by this user (%s is not writable): give %s", dir, p, example)
 			}
 			return nil
 		case !errors.Is(err, fs.ErrNotExist):
-			return registry.Flagf(flag, "%s cannot be used: %v; give %s", dir, err, example)
+			return usage.Errorf(flag, "%s cannot be used: %v; give %s", dir, err, example)
 		}
 		parent := filepath.Dir(p)
 		if parent == p {
-			return registry.Flagf(flag, "%s cannot be made: %v", dir, fmt.Errorf("no part of it exists"))
+			return usage.Errorf(flag, "%s cannot be made: %v", dir, fmt.Errorf("no part of it exists"))
 		}
 		p = parent
 	}

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/internal/meminfo"
 	"github.com/fencecheck/fencecheck/internal/units"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // SlotMemory is what one slot of --parallel is allowed of the engine's
@@ -82,10 +82,10 @@ func EngineWidth(ctx context.Context, docker bool) Width {
 // more slots than its memory allows (w.Most).
 func CheckParallel(n int, w Width) error {
 	if n < 1 || n > MaxParallel {
-		return registry.Flagf("parallel", "%d is out of range (accepted: 1 to %d, and at most %d on this engine)", n, MaxParallel, w.Most)
+		return usage.Errorf("parallel", "%d is out of range (accepted: 1 to %d, and at most %d on this engine)", n, MaxParallel, w.Most)
 	}
 	if n > w.Most {
-		return registry.Flagf("parallel", "%d slots would not fit the engine's memory: %s (at most %d here; each slot may take %s)", n, w.Why, w.Most, units.FormatBytes(SlotMemory))
+		return usage.Errorf("parallel", "%d slots would not fit the engine's memory: %s (at most %d here; each slot may take %s)", n, w.Why, w.Most, units.FormatBytes(SlotMemory))
 	}
 	return nil
 }

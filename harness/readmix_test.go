@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -57,7 +58,7 @@ func TestReadMixOutOfRangeNamesTheFlag(t *testing.T) {
 		cfg.ReadMix = mix
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "read-mix" || !strings.Contains(err.Error(), "0 to below 1") {
 			t.Fatalf("--read-mix %v: %v, want a usage error naming --read-mix and its range", mix, err)
 		}
@@ -80,7 +81,7 @@ func TestReadMixRefusedWithAUserClient(t *testing.T) {
 		Store: t.TempDir(), ClientDir: "../examples/clients/redislock", Given: map[string]bool{}, ReadMix: 0.5}
 	cfg.Defaults()
 	err := cfg.Validate()
-	var ue *UsageError
+	var ue *usage.Error
 	if !errors.As(err, &ue) || ue.Flag != "read-mix" || !strings.Contains(err.Error(), "--client") {
 		t.Fatalf("--read-mix with --client: %v, want a usage error naming --read-mix and --client", err)
 	}
@@ -161,7 +162,7 @@ func TestAcquireTimeoutOutOfRangeNamesTheFlag(t *testing.T) {
 		cfg.AcquireTimeout = d
 		cfg.Defaults()
 		err := cfg.Validate()
-		var ue *UsageError
+		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "acquire-timeout" {
 			t.Fatalf("--acquire-timeout %s: %v, want a usage error naming --acquire-timeout", d, err)
 		}

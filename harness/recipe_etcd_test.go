@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fencecheck/fencecheck/backends/etcd"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 func TestEtcdRecipes(t *testing.T) {
@@ -22,7 +23,7 @@ func TestEtcdRecipes(t *testing.T) {
 	}
 	cfg := Config{Backend: "etcd", Recipe: "lock", Fencing: "none", Nemesis: []string{"none"}, Store: "x"}
 	cfg.Defaults()
-	var ue *UsageError
+	var ue *usage.Error
 	if err := cfg.Validate(); !errors.As(err, &ue) || ue.Flag != "recipe" || !strings.Contains(ue.Msg, "lock-rpc") {
 		t.Errorf("unknown recipe: %v, want a usage error naming --recipe and listing lock-rpc", err)
 	}

@@ -76,7 +76,7 @@ func ExitCode(v models.Verdict) int {
 
 // Run carries out one test and writes its store directory. progress gets
 // the log lines a person at a terminal wants; the full log goes to
-// check.log. Bad input is a *UsageError (exit 254), returned before
+// check.log. Bad input is a *usage.Error (exit 254), returned before
 // anything is created; any other error means the test could not be carried
 // out (exit 255), and even then the history recorded so far is on disk,
 // and results.json and the report say what happened (verdict unknown).
@@ -495,8 +495,8 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},
 		{Name: "min-exposures", Value: fmt.Sprint(cfg.MinExposures)}, {Name: "exposures", Value: fmt.Sprint(cfg.Exposures)},
 	}
-	for _, o := range registry.Options() {
-		p = append(p, reports.Param{Name: o.Flag, Value: cfg.Options[o.Flag]})
+	for _, o := range registry.Flags() {
+		p = append(p, reports.Param{Name: o.Name, Value: cfg.Options[o.Name]})
 	}
 	for _, f := range nemesis.Flags() {
 		p = append(p, reports.Param{Name: f.Name, Value: cfg.Options[f.Name]})

@@ -11,6 +11,7 @@ import (
 
 	_ "github.com/fencecheck/fencecheck/backends/all" // the backends the tests run
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -226,7 +227,7 @@ func TestBadConfigNamesTheFlag(t *testing.T) {
 		cfg := memoryConfig(t, "none", "none")
 		mutate(&cfg)
 		_, err := Run(quiet(), cfg, nil)
-		ue, ok := err.(*UsageError)
+		ue, ok := err.(*usage.Error)
 		if !ok || ue.Flag != flag {
 			t.Errorf("%s: got %v, want a usage error naming --%s", flag, err, flag)
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // Servers is what the backend runs, which --concurrency's <k>n and
@@ -26,7 +28,7 @@ func TestServersCountsWhatTheBackendRuns(t *testing.T) {
 			t.Errorf("Servers changed the config (recipe %q)", cfg.Recipe)
 		}
 	}
-	var ue *UsageError
+	var ue *usage.Error
 	if _, err := (&Config{Backend: "nosuch"}).Servers(); !errors.As(err, &ue) || ue.Flag != "backend" {
 		t.Errorf("unknown backend: %v, want a --backend usage error", err)
 	}

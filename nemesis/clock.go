@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 const (
@@ -66,16 +67,16 @@ const (
 var clockTargetSets = []string{TargetsOne, TargetsMinority, TargetsMajority, TargetsAll}
 
 var (
-	offsetFlag = Flag{Name: "clock-offset", Usage: "how far a clock fault moves a server's wall clock (e.g. 6s, -4s; default 3 × lease-ttl)",
+	offsetFlag = usage.Flag{Name: "clock-offset", Usage: "how far a clock fault moves a server's wall clock (e.g. 6s, -4s; default 3 × lease-ttl)",
 		Check: func(v string) error { _, err := parseOffset(v); return err }}
-	targetsFlag = Flag{Name: "clock-targets", Usage: "which servers clock-jump moves: one, minority, majority, all, or random (drawn each time, the default)",
+	targetsFlag = usage.Flag{Name: "clock-targets", Usage: "which servers clock-jump moves: one, minority, majority, all, or random (drawn each time, the default)",
 		Check: func(v string) error {
 			if v == "" || v == TargetsRandom || slices.Contains(clockTargetSets, v) {
 				return nil
 			}
 			return fmt.Errorf("%q is no target set (accepted: one, minority, majority, all, random)", v)
 		}}
-	periodFlag = Flag{Name: "clock-strobe-period", Usage: "how long one forward-and-back cycle of clock-strobe takes (default 200ms)",
+	periodFlag = usage.Flag{Name: "clock-strobe-period", Usage: "how long one forward-and-back cycle of clock-strobe takes (default 200ms)",
 		Check: func(v string) error {
 			if v == "" {
 				return nil
@@ -90,23 +91,23 @@ var (
 
 func init() {
 	Register(Kind{Name: "clock-jump", Summary: "jump the wall clock of some servers (--clock-targets) by --clock-offset while a holder's write is under way; heal jumps it back",
-		Needs: Needs{Docker: true, Servers: 1, CutsClient: true}, Flags: []Flag{offsetFlag, targetsFlag}, AimsAtHolder: true,
+		Needs: Needs{Docker: true, Servers: 1, CutsClient: true}, Flags: []usage.Flag{offsetFlag, targetsFlag}, AimsAtHolder: true,
 		Check: checkClockJump, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			j := &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
 				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}
 			if env.Hold != nil {
-				j.Aim = &clockAim{Hold: env.Hold, MaxWait: HoldPause(env.Settings)}
+				j.Aim = &clockAim{holderAim{Hold: env.Hold}, takeoverWait{MaxWait: HoldPause(env.Settings)}}
 				env.Observe(j.Aim.Observe)
 			}
 			return j, nil
 		}})
 	Register(Kind{Name: "clock-skew", Summary: "run the servers with different wall-clock offsets (spread over ± --clock-offset) for the whole run",
-		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag},
+		Needs: Needs{Docker: true, Servers: 1}, Flags: []usage.Flag{offsetFlag},
 		Check: checkClock, Prepare: prepareClock(skewOffsets),
 		Build: func(_ context.Context, env *Env) (Fault, error) { return &ClockSkew{clocks: newClocks(env)}, nil }})
 	Register(Kind{Name: "clock-strobe", Summary: "flip one server's wall clock forward by --clock-offset and back, one cycle every --clock-strobe-period, while held",
-		Needs: Needs{Docker: true, Servers: 1}, Flags: []Flag{offsetFlag, periodFlag},
+		Needs: Needs{Docker: true, Servers: 1}, Flags: []usage.Flag{offsetFlag, periodFlag},
 		Check: checkClock, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			period := 200 * time.Millisecond
@@ -116,7 +117,7 @@ func init() {
 			return &ClockStrobe{clocks: newClocks(env), Period: period}, nil
 		}})
 	Register(Kind{Name: "clock-jump-quorum", Summary: "Kleppmann's Redlock case: cut the lock's next holder off from a minority of servers and, while it writes, jump one of its majority's clocks",
-		Needs: Needs{Docker: true, Servers: 3, CutsClient: true}, Flags: []Flag{offsetFlag}, AimsAtHolder: true,
+		Needs: Needs{Docker: true, Servers: 3, CutsClient: true}, Flags: []usage.Flag{offsetFlag}, AimsAtHolder: true,
 		Check: checkClock, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			q := &ClockJumpQuorum{clocks: newClocks(env), SlotOf: env.SlotOf, Hold: env.Hold, MaxWait: HoldPause(env.Settings)}

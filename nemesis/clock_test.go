@@ -132,7 +132,7 @@ func TestPrepareScript(t *testing.T) {
 // failpoint, and the holder's write goes out once another client has
 // taken the lock.
 func TestClockAimJumpsAtTheFailpointAndWaitsForATakeover(t *testing.T) {
-	a := &clockAim{Hold: &Hold{}, MaxWait: 5 * time.Second}
+	a := &clockAim{holderAim{Hold: &Hold{}}, takeoverWait{MaxWait: 5 * time.Second}}
 	jumped := make(chan struct{})
 	done := make(chan bool, 1)
 	go func() {

@@ -25,7 +25,7 @@ import (
 // cuts its slot off from a random minority of the servers and jumps the
 // clock of one server the slot still reaches. The holder's write waits
 // until another client has taken the lock and read under it — at most
-// MaxWait — and then goes out, as clock-jump's aim does (clockAim). Its
+// MaxWait — and then goes out, as clock-jump's aim does (takeoverWait). Its
 // targets name the slot, the servers cut from it and the server whose
 // clock jumped. Stop heals the cut and jumps the clock back.
 //
@@ -47,7 +47,7 @@ type ClockJumpQuorum struct {
 	WaitHolder time.Duration
 
 	cut      Partition
-	takeover clockAim // only its wait for another client's read
+	takeover takeoverWait
 
 	mu       sync.Mutex
 	acquired chan int // while Start waits: the next process to take the lock

@@ -62,7 +62,9 @@ func scriptPatiently(ctx context.Context, c *compose.Cluster, node, text string,
 	}
 }
 
-// eachNode runs f for every node at once and joins their errors.
+// eachNode runs f for every node (or container) at once, one goroutine
+// each, so that the engine's tens of milliseconds per call do not stagger
+// them, and joins their errors.
 func eachNode(nodes []string, f func(node string) error) error {
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
@@ -113,68 +112,34 @@ type PauseHolder struct {
 	// Hold stops the chosen process at its failpoint.
 	Hold *Hold
 
-	armed  atomic.Bool
-	picks  chan pick
+	aim    holderAim
 	once   sync.Once
 	frozen frozenSet
 }
 
-type pick struct {
-	target string
-	claim  *Claim
-}
-
 func (p *PauseHolder) Name() string { return "pause-holder" }
 
-func (p *PauseHolder) init() { p.once.Do(func() { p.picks = make(chan pick, 1) }) }
+func (p *PauseHolder) init() { p.once.Do(func() { p.aim.Hold = p.Hold }) }
 
-// Observe is a history observer: the first ok read after Start is armed
-// picks its process and claims it, before it can send its write. It never
-// blocks.
+// Observe is a history observer (holderAim.Observe); it never blocks.
 func (p *PauseHolder) Observe(e history.Event) {
 	p.init()
-	if e.IsNemesis() || e.F != history.Read || e.Type != history.OK || p.Hold == nil {
-		return
-	}
-	if !p.armed.CompareAndSwap(true, false) {
-		return
-	}
-	c := p.Hold.Claim(e.Process)
-	select {
-	case p.picks <- pick{target: p.TargetOf(e.Process), claim: c}:
-	default:
-		c.Release()
-	}
+	p.aim.Observe(e)
 }
 
+// Start freezes the next lease holder at its write failpoint, and returns
+// nothing when ctx ends first.
 func (p *PauseHolder) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 	p.init()
-	for {
-		p.armed.Store(true)
-		select {
-		case <-ctx.Done():
-			p.armed.Store(false)
-			select {
-			case pk := <-p.picks:
-				pk.claim.Release()
-			default:
-			}
-			return nil, nil
-		case pk := <-p.picks:
-			if !pk.claim.Await(ctx, 10*time.Second) {
-				// Its section ended without a write (a refused read, a
-				// lost lease): wait for the next holder.
-				pk.claim.Release()
-				continue
-			}
-			err := p.frozen.freeze(ctx, p.Freezer, pk.target)
-			pk.claim.Release()
-			if err != nil {
-				return nil, err
-			}
-			return []string{pk.target}, nil
-		}
+	var target string
+	frozen, err := p.aim.at(ctx, func(process int) error {
+		target = p.TargetOf(process)
+		return p.frozen.freeze(ctx, p.Freezer, target)
+	})
+	if !frozen {
+		return nil, err
 	}
+	return []string{target}, nil
 }
 
 func (p *PauseHolder) Stop(ctx context.Context) error { return p.frozen.thawAll(ctx, p.Freezer) }

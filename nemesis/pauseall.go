@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 )
@@ -49,7 +48,7 @@ func (p *PauseAll) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.frozen = append(p.frozen, ts...)
-	return ts, p.each(ts, func(t string) error { return p.Freezer.Freeze(ctx, t) })
+	return ts, eachNode(ts, func(t string) error { return p.Freezer.Freeze(ctx, t) })
 }
 
 // Stop thaws every target together; one that will not thaw stays listed,
@@ -61,7 +60,7 @@ func (p *PauseAll) Stop(ctx context.Context) error {
 		mu   sync.Mutex
 		left []string
 	)
-	err := p.each(p.frozen, func(t string) error {
+	err := eachNode(p.frozen, func(t string) error {
 		err := p.Freezer.Thaw(ctx, t)
 		if err != nil {
 			mu.Lock()
@@ -72,15 +71,4 @@ func (p *PauseAll) Stop(ctx context.Context) error {
 	})
 	p.frozen = left
 	return err
-}
-
-// each runs f on every target at once and joins their errors.
-func (p *PauseAll) each(ts []string, f func(string) error) error {
-	errs := make([]error, len(ts))
-	var wg sync.WaitGroup
-	for i, t := range ts {
-		wg.Go(func() { errs[i] = f(t) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }

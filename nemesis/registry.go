@@ -1,9 +1,10 @@
 package nemesis
 
 // The fault registry. Each fault describes itself here, from an init
-// function in its own file (pause.go, partition.go, kill.go, latency.go):
-// its --nemesis word, a line for --help, what it needs of the cluster, how
-// long it holds, its own flags, and how it is built from an Env. The
+// function in its own file (pause.go, pauseall.go, partition.go, kill.go,
+// latency.go, clock.go): its --nemesis word, a line for --help, what it
+// needs of the cluster, how long it holds, its own flags, and how it is
+// built from an Env. The
 // harness asks the registry — to validate --nemesis before anything is
 // created, to build the faults, to know how long each holds — and never
 // names a fault.
@@ -15,7 +16,7 @@ package nemesis
 //
 //   - its own flags (Kind.Flags): the CLI offers every registered fault's
 //     flags, the harness refuses one given without a fault that owns it,
-//     checks it with Flag.Check before anything starts, and hands the
+//     checks it with usage.Flag.Check before anything starts, and hands the
 //     values to Build in Env.Settings.Options;
 //   - a step on the Docker cluster after its containers exist and before
 //     the lock service's servers start (Kind.Prepare), for a fault that
@@ -34,7 +35,6 @@ package nemesis
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -42,6 +42,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // None is the --nemesis word for a run without faults.
@@ -65,7 +66,7 @@ type Kind struct {
 	Hold func(Settings) time.Duration
 	// Flags are the fault's own flags, refused unless the fault is
 	// chosen.
-	Flags []Flag
+	Flags []usage.Flag
 	// Check, when set, refuses settings the fault cannot work with beyond
 	// what Needs says (e.g. a partition shape that cuts nothing among
 	// this many servers). Its error says why, and what works instead.
@@ -93,15 +94,6 @@ type Needs struct {
 	// CutsClient: the fault freezes or isolates client processes, so their
 	// ops in flight may end unknown.
 	CutsClient bool
-}
-
-// Flag is a flag only some faults understand.
-type Flag struct {
-	Name  string
-	Usage string
-	// Check validates a given value ("" is the flag not given, and must be
-	// accepted); its error names what is accepted.
-	Check func(value string) error
 }
 
 // Settings are what a fault is told about the run: the validated flags that
@@ -306,32 +298,20 @@ func Help() string {
 	return b.String()
 }
 
-// Flags lists every fault's own flags, sorted by name, each once.
-func Flags() []Flag {
-	seen := map[string]bool{}
-	var out []Flag
+// owners are the faults as owners of their own flags.
+func owners() usage.Owners {
+	o := usage.Owners{Chooser: "nemesis"}
 	for _, n := range Names() {
-		for _, f := range kinds[n].Flags {
-			if !seen[f.Name] {
-				seen[f.Name] = true
-				out = append(out, f)
-			}
-		}
+		o.List = append(o.List, usage.Owner{Name: n, Flags: kinds[n].Flags})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
+	return o
 }
 
+// Flags lists every fault's own flags, sorted by name, each once.
+func Flags() []usage.Flag { return owners().Flags() }
+
 // FlagOwners names the faults that understand flag.
-func FlagOwners(flag string) []string {
-	var out []string
-	for _, n := range Names() {
-		if slices.ContainsFunc(kinds[n].Flags, func(f Flag) bool { return f.Name == flag }) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func FlagOwners(flag string) []string { return owners().Of(flag) }
 
 // Injects reports whether the list names any fault (not just none).
 func Injects(names []string) bool {
@@ -361,34 +341,11 @@ func CheckNames(names []string) error {
 
 // CheckFlags refuses a fault's own flag given without a chosen fault that
 // owns it, and asks each chosen fault to check its flags' values. It
-// ignores options no fault owns (a backend's own flags).
+// ignores options no fault owns (a backend's own flags). Its error is a
+// *usage.Error.
 func CheckFlags(names []string, options map[string]string) error {
-	for _, flag := range slices.Sorted(maps.Keys(options)) {
-		owners := FlagOwners(flag)
-		if len(owners) == 0 || options[flag] == "" {
-			continue
-		}
-		if !slices.ContainsFunc(owners, func(o string) bool { return slices.Contains(names, o) }) {
-			return &FlagError{Flag: flag, Msg: fmt.Sprintf("applies to --nemesis %s only", strings.Join(owners, ", "))}
-		}
-	}
-	for _, n := range names {
-		for _, f := range kinds[n].Flags {
-			if err := f.Check(options[f.Name]); err != nil {
-				return &FlagError{Flag: f.Name, Msg: err.Error()}
-			}
-		}
-	}
-	return nil
+	return owners().Check(names, options)
 }
-
-// FlagError is a fault's own flag given wrongly.
-type FlagError struct {
-	Flag string
-	Msg  string
-}
-
-func (e *FlagError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
 
 // Check says why fault name cannot be injected into a run with settings s
 // (an *Unavailable), or nil when it can. The harness asks it before

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // Every fault describes itself, and the words are the ones the docs and
@@ -171,7 +172,7 @@ func TestFaultFlags(t *testing.T) {
 	for k, v := range saved {
 		kinds[k] = v
 	}
-	Register(Kind{Name: "flagged", Summary: "a fault with a flag", Flags: []Flag{{Name: "flagged-offset", Usage: "how far",
+	Register(Kind{Name: "flagged", Summary: "a fault with a flag", Flags: []usage.Flag{{Name: "flagged-offset", Usage: "how far",
 		Check: func(v string) error {
 			if _, err := time.ParseDuration(v); v != "" && err != nil {
 				return errors.New("not a duration (e.g. 5s)")
@@ -179,10 +180,10 @@ func TestFaultFlags(t *testing.T) {
 			return nil
 		}}},
 		Build: func(context.Context, *Env) (Fault, error) { return named("flagged"), nil }})
-	if got := Flags(); !slices.ContainsFunc(got, func(f Flag) bool { return f.Name == "flagged-offset" }) || !slices.Equal(FlagOwners("flagged-offset"), []string{"flagged"}) {
+	if got := Flags(); !slices.ContainsFunc(got, func(f usage.Flag) bool { return f.Name == "flagged-offset" }) || !slices.Equal(FlagOwners("flagged-offset"), []string{"flagged"}) {
 		t.Fatalf("flags %+v", got)
 	}
-	var fe *FlagError
+	var fe *usage.Error
 	if err := CheckFlags([]string{"pause"}, map[string]string{"flagged-offset": "5s"}); !errors.As(err, &fe) || fe.Flag != "flagged-offset" || !strings.Contains(fe.Msg, "--nemesis flagged") {
 		t.Errorf("a fault's flag without its fault: %v", err)
 	}

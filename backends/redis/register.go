@@ -11,6 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // PersistenceFlag is the flag that says what the servers keep on disk.
@@ -31,7 +32,7 @@ func init() {
 		AllEndpoints: "Redis runs one server for setnx and setnx-incr, and redlock needs a majority of its 5 independent masters, so a client bound to one could never lock",
 		FixedNodes:   "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag (a --client run may ask for 1, 3 or 5 masters with --nodes)",
 		ClientNodes:  []int{1, 3, 5},
-		Options: []registry.Option{{Flag: PersistenceFlag, Check: CheckPersistence,
+		Flags: []usage.Flag{{Name: PersistenceFlag, Check: CheckPersistence,
 			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"}},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			if s.ClientServers > 0 {
@@ -41,7 +42,7 @@ func init() {
 			}
 			servers, err := Servers(s.Recipe)
 			if err != nil {
-				return nil, 0, registry.Flagf("recipe", "%v", err)
+				return nil, 0, usage.Errorf("recipe", "%v", err)
 			}
 			return &DB{Recipe: s.Recipe, Persistence: s.Options[PersistenceFlag]}, servers, nil
 		},

@@ -13,7 +13,6 @@ package registry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,9 +25,8 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/lockclient"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // Setup is what a backend is told about one test: the validated flags that
@@ -41,8 +39,8 @@ type Setup struct {
 	LeaseTTL time.Duration
 	// Fencing is what the shared storage checks tokens on.
 	Fencing fenced.Mode
-	// Options are the backend's own flags (Info.Options), by flag name;
-	// an absent one is "".
+	// Options are the values of the backend's own flags (Info.Flags), by
+	// flag name; an absent one is "".
 	Options map[string]string
 	// ClientServers is a --client run's --nodes on a backend whose server
 	// count otherwise follows its recipe (Info.ClientNodes): the servers
@@ -54,16 +52,6 @@ type Setup struct {
 	// NoNetworkDelay drops an in-process system's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool
-}
-
-// Option is a flag only one backend understands, e.g. what Redis servers
-// keep on disk. The flag is refused with any other backend.
-type Option struct {
-	Flag  string
-	Usage string
-	// Check validates the value ("" is the flag not given, and must be
-	// accepted); its error names what is accepted.
-	Check func(value string) error
 }
 
 // Cluster is where a backend's system under test runs: the --cluster
@@ -115,8 +103,9 @@ type Info struct {
 	// one master, or five for a Redlock client); empty: a client run gets
 	// the backend's own count.
 	ClientNodes []int
-	// Options are the backend's own flags.
-	Options []Option
+	// Flags are the backend's own flags, e.g. what Redis servers keep on
+	// disk; each is refused with any other backend.
+	Flags []usage.Flag
 	// ServerImage, when set, says how the backend runs its servers from an
 	// image the user names (--server-image): the official image's
 	// conventions it follows (entrypoint, environment, data directory,
@@ -167,7 +156,7 @@ type Info struct {
 	// NewDB makes the servers' side for a Docker run and says how many
 	// server nodes it needs. It must not start anything: validation calls
 	// it to learn the server count before anything is created. An error
-	// about a flag is a *FlagError.
+	// about a flag is a *usage.Error.
 	NewDB func(s Setup) (db backends.DB, servers int, err error)
 	// Notes, if set, are what the run's log should say about this setup
 	// (e.g. a lease clamped to what the servers can grant).
@@ -194,21 +183,6 @@ type InProcess interface {
 	Info() map[string]string
 	// Close resumes every slot.
 	Close(ctx context.Context) error
-}
-
-// FlagError is bad input: it names the flag, what was wrong and what is
-// accepted. A backend refusing its own flag's value returns one, unwrapped;
-// the harness's UsageError is this type, and the CLI exits 254 on it.
-type FlagError struct {
-	Flag string
-	Msg  string
-}
-
-func (e *FlagError) Error() string { return fmt.Sprintf("--%s: %s", e.Flag, e.Msg) }
-
-// Flagf makes a *FlagError.
-func Flagf(flag, format string, args ...any) error {
-	return &FlagError{Flag: flag, Msg: fmt.Sprintf(format, args...)}
 }
 
 var infos []Info
@@ -335,159 +309,30 @@ func VersionUsage() string {
 		DefaultVersion, strings.Join(parts, " · "))
 }
 
-// Option finds backend b's own flag.
-func (b Info) Option(flag string) (Option, bool) {
-	for _, o := range b.Options {
-		if o.Flag == flag {
-			return o, true
-		}
-	}
-	return Option{}, false
-}
+// Flag finds backend b's own flag.
+func (b Info) Flag(name string) (usage.Flag, bool) { return usage.Find(b.Flags, name) }
 
-// Options lists every backend's own flags, sorted by flag, each once.
-func Options() []Option {
-	seen := map[string]bool{}
-	var out []Option
+// owners are the backends as owners of their own flags.
+func owners() usage.Owners {
+	o := usage.Owners{Chooser: "backend", Unowned: "no backend in this build has this flag"}
 	for _, b := range infos {
-		for _, o := range b.Options {
-			if !seen[o.Flag] {
-				seen[o.Flag] = true
-				out = append(out, o)
-			}
-		}
+		o.List = append(o.List, usage.Owner{Name: b.Name, Flags: b.Flags})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Flag < out[j].Flag })
-	return out
+	return o
 }
 
-// OptionOwners names the backends that understand flag.
-func OptionOwners(flag string) []string {
-	var out []string
-	for _, b := range infos {
-		if _, ok := b.Option(flag); ok {
-			out = append(out, b.Name)
-		}
-	}
-	return out
-}
+// Flags lists every backend's own flags, sorted by name, each once.
+func Flags() []usage.Flag { return owners().Flags() }
 
-// StorageKind is a resource every backend can guard, run in the storage
-// node.
-type StorageKind struct {
-	Name string
-	// Start runs the storage's server in the storage node and returns
-	// the address clients use and a secret (a password), if any.
-	Start func(ctx context.Context, c *compose.Cluster, s Setup) (url, secret string, err error)
-	// Open makes the storage's client in an agent, checking tokens as mode
-	// says where the storage checks them itself.
-	Open func(ctx context.Context, spec backends.ClientSpec, mode fenced.Mode) (fenced.Storage, error)
-	// Client, when set, lets a --client program write to this storage
-	// itself, with its own fence check.
-	Client *ClientStorage
-	// CoreImage: the storage's server runs on the core node image
-	// (Info.CoreImage); false, it needs the whole node image.
-	CoreImage bool
-}
+// FlagOwners names the backends that understand flag.
+func FlagOwners(flag string) []string { return owners().Of(flag) }
 
-// ClientStorage is a storage a --client program reads and writes itself,
-// with its own fence check (its SQL, its guarded transaction): fencecheck
-// readies it, tells the program where it is and reads the final values
-// itself, so the check judges the program's own fencing. It never checks a
-// token itself.
-type ClientStorage struct {
-	// Prepare readies the storage for the run's keys once the servers and
-	// the storage run (a row per key, value 0, fence 0); optional.
-	Prepare func(ctx context.Context, c *compose.Cluster, keys []string) error
-	// Describe is the storage part of the program's init message, from
-	// what StorageKind.Start returned (url, secret; empty for a backend's
-	// own storage) and the lock service's endpoints.
-	Describe func(url, secret string, endpoints []string) lockclient.Storage
-	// Read reads key's value itself, inside the cluster (a missing key is
-	// 0), given the lock service's endpoints; its error says the value
-	// could not be read.
-	Read func(ctx context.Context, c *compose.Cluster, endpoints []string, key string) (int64, error)
-}
-
-// ClientStorage finds the storage a --client program can write to
-// itself: a shared one, or the backend's own.
-func (b Info) ClientStorage(name string) (*ClientStorage, bool) {
-	if k, ok := storages[name]; ok && k.Client != nil {
-		return k.Client, true
-	}
-	cs, ok := b.ClientStorages[name]
-	return cs, ok && cs != nil
-}
-
-// ClientStorageNames lists the storages a --client program of backend b
-// can write to itself, sorted.
-func (b Info) ClientStorageNames() []string {
-	var out []string
-	for name, k := range storages {
-		if k.Client != nil {
-			out = append(out, name)
-		}
-	}
-	for name := range b.ClientStorages {
-		out = append(out, name)
-	}
-	sort.Strings(out)
-	return out
-}
-
-var storages = map[string]StorageKind{}
-
-// RegisterStorage adds a shared storage.
-func RegisterStorage(k StorageKind) {
-	if _, dup := storages[k.Name]; dup {
-		panic(fmt.Sprintf("registry: storage %q registered twice", k.Name))
-	}
-	storages[k.Name] = k
-}
-
-// Storage finds a shared storage by name.
-func Storage(name string) (StorageKind, bool) {
-	k, ok := storages[name]
-	return k, ok
-}
-
-// SharedStorages lists the shared storages' names, sorted.
-func SharedStorages() []string {
-	var out []string
-	for k := range storages {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// IsSharedStorage reports whether storage is one every backend can guard
-// (the fenced node, a PostgreSQL row), not a backend's own.
-func IsSharedStorage(name string) bool {
-	_, ok := storages[name]
-	return ok
-}
-
-// DefaultStorage is the shared storage a test uses unless told otherwise:
-// the fenced storage node, which every backend and cluster can use.
-const DefaultStorage = "fenced"
-
-func init() {
-	RegisterStorage(StorageKind{
-		Name: DefaultStorage,
-		// The fenced node is the check binary itself.
-		CoreImage: true,
-		Start: func(ctx context.Context, c *compose.Cluster, s Setup) (string, string, error) {
-			url, err := fenced.StartNode(ctx, c, s.Fencing)
-			return url, "", err
-		},
-		Open: func(_ context.Context, spec backends.ClientSpec, _ fenced.Mode) (fenced.Storage, error) {
-			if spec.StorageURL == "" {
-				return nil, errors.New("storage fenced needs its URL")
-			}
-			return &fenced.Remote{URL: spec.StorageURL, Client: HTTPClient()}, nil
-		},
-	})
+// CheckFlags refuses a flag of options given without backend, the one
+// chosen, owning it (and one no backend has), and asks backend to check
+// its flags' values. options must hold no other kind of owner's flags (a
+// fault's). Its error is a *usage.Error.
+func CheckFlags(backend string, options map[string]string) error {
+	return owners().Check([]string{backend}, options)
 }
 
 // HTTPClient is the HTTP client an agent's clients share.

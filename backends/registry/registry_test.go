@@ -7,6 +7,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	_ "github.com/fencecheck/fencecheck/backends/all"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // Every backend describes itself completely: the harness relies on each
@@ -35,11 +36,11 @@ func TestEveryBackendDescribesItself(t *testing.T) {
 
 // A backend's own flag belongs to it alone, and its check is its own.
 func TestOptionsBelongToTheirBackend(t *testing.T) {
-	if got := registry.OptionOwners("redis-persistence"); !slices.Equal(got, []string{"redis"}) {
+	if got := registry.FlagOwners("redis-persistence"); !slices.Equal(got, []string{"redis"}) {
 		t.Fatalf("owners of redis-persistence = %v", got)
 	}
 	redis, _ := registry.Lookup("redis")
-	o, ok := redis.Option("redis-persistence")
+	o, ok := redis.Flag("redis-persistence")
 	if !ok {
 		t.Fatal("redis has no redis-persistence option")
 	}
@@ -50,14 +51,14 @@ func TestOptionsBelongToTheirBackend(t *testing.T) {
 		t.Error("an unknown persistence is accepted")
 	}
 	etcd, _ := registry.Lookup("etcd")
-	if _, ok := etcd.Option("redis-persistence"); ok {
+	if _, ok := etcd.Flag("redis-persistence"); ok {
 		t.Error("etcd claims redis-persistence")
 	}
 	// A recipe the backend does not have is a flag error, named as such.
 	if _, _, err := redis.NewDB(registry.Setup{Recipe: "nope"}); err == nil {
 		t.Error("redis NewDB accepted recipe nope")
-	} else if fe, ok := err.(*registry.FlagError); !ok || fe.Flag != "recipe" {
-		t.Errorf("redis NewDB(nope) = %v, want a --recipe FlagError", err)
+	} else if fe, ok := err.(*usage.Error); !ok || fe.Flag != "recipe" {
+		t.Errorf("redis NewDB(nope) = %v, want a --recipe usage error", err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/internal/words"
 )
 
@@ -40,7 +41,7 @@ there. Exit 0 when every check passed, 1 when one failed.`,
 			defer stop()
 			failed, err := harness.ClientTest(sig.Stop, cfg, cmd.OutOrStdout())
 			if err != nil {
-				if _, ok := err.(*harness.UsageError); ok {
+				if _, ok := err.(*usage.Error); ok {
 					return err
 				}
 				return &exitError{harness.ExitFailed, err}

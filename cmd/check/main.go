@@ -19,6 +19,7 @@ import (
 
 	_ "github.com/fencecheck/fencecheck/backends/all" // the backends this binary runs
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // exitError carries an exit code through cobra.
@@ -58,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	code := harness.ExitUsage // cobra's own errors are bad arguments
 	var ee *exitError
-	var ue *harness.UsageError
+	var ue *usage.Error
 	switch {
 	case errors.As(err, &ee):
 		code = ee.code

@@ -15,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/shellquote"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -157,7 +158,7 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			}
 			out, err := clusters.Run(sig, c, progress)
 			if err != nil {
-				if _, ok := err.(*harness.UsageError); ok {
+				if _, ok := err.(*usage.Error); ok {
 					return testResult{code: harness.ExitUsage, err: err}
 				}
 				dir := ""
@@ -214,8 +215,8 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.Int64Var(&cfg.Seed, "seed", 0, "seed for the generator and the nemesis (default: random, printed)")
 	f.StringVar(&cfg.Store, "store", runstore.DefaultRoot, "directory for the runs' results")
 	// Each backend's own flags (e.g. --redis-persistence), as it describes them.
-	for _, o := range registry.Options() {
-		options[o.Flag] = f.String(o.Flag, "", o.Usage)
+	for _, o := range registry.Flags() {
+		options[o.Name] = f.String(o.Name, "", o.Usage)
 	}
 	// Each fault's own flags, as it describes them.
 	for _, o := range faultFlags() {
@@ -250,7 +251,7 @@ func aimedFaults() string {
 }
 
 // faultFlags are the faults' own flags.
-func faultFlags() []nemesis.Flag { return nemesis.Flags() }
+func faultFlags() []usage.Flag { return nemesis.Flags() }
 
 func backendNames() string {
 	return strings.Join(registry.Names(), ", ")
