@@ -12,13 +12,13 @@ import (
 )
 
 // SlotMemory is what one slot of --parallel is allowed of the engine's
-// memory: one run's cluster at its largest. Measured with docker stats on
-// 2026-12-05 (docs/benchmarks.md, "Runs side by side"): a 5-node etcd 3.4
-// cluster of the jepsen-etcd preset with its storage node and 5 clients
-// peaks at about 0.5 GiB, ZooKeeper's three JVMs at about 0.9 GiB, the
-// Kubernetes cluster (3 etcd + kube-apiserver) at about 0.8 GiB; 2 GiB
-// leaves each slot room for its check's history and the engine's own
-// overhead.
+// memory: one run's cluster at its largest, with room to spare. Measured
+// with docker stats every 20 s on 2026-12-05 (docs/benchmarks.md, "Runs
+// side by side"), the containers of one cluster peaked at 84 MiB (median
+// of 3-node etcd clusters), 650 MiB (the jepsen-etcd preset's 5 nodes
+// with 5 clients, the most seen), 337 MiB (Kubernetes: 3 etcd and
+// kube-apiserver) and 213 MiB (ZooKeeper's three JVMs); 2 GiB leaves each
+// slot room for a longer run's growth and the engine's own overhead.
 const SlotMemory = 2 << 30
 
 // MaxParallel bounds --parallel: past it the engine's bridge networks
@@ -27,11 +27,13 @@ const SlotMemory = 2 << 30
 const MaxParallel = 16
 
 // RunsPerCore is how many runs the default puts on each of the engine's
-// cores. A run spends most of its wall time waiting — sleeps, frozen
-// holders, leases running out — and keeps about a third of a core busy on
-// average (measured: docs/benchmarks.md), so two runs a core still leave
-// headroom for the faults' timing.
-const RunsPerCore = 2
+// cores. A run spends most of its wall time waiting, but its faults are
+// timing: a client starved of CPU between its lease check and its write
+// is a pause nobody injected. Measured on this project's 2-core machine
+// (docs/benchmarks.md), 2 runs at once gave the verdicts 1 gave, and 4
+// did not — a run that no fault exposed, and the careful client's stale
+// write admitted — so the default is one run a core.
+const RunsPerCore = 1
 
 // Width is a --parallel setting and why it is what it is.
 type Width struct {
@@ -54,7 +56,7 @@ func ParallelWidth(cpus int, memory int64) Width {
 	}
 	most = min(most, MaxParallel)
 	n := min(RunsPerCore*cpus, most)
-	return Width{N: n, Most: most, Why: fmt.Sprintf("%d cores × %d runs a core, %s of memory / 2 / %s a slot allows %d",
+	return Width{N: n, Most: most, Why: fmt.Sprintf("%d cores × %d run(s) a core, %s of memory / 2 / %s a slot allows %d",
 		cpus, RunsPerCore, units.FormatBytes(memory), units.FormatBytes(SlotMemory), most)}
 }
 

@@ -111,7 +111,7 @@ func TestParallelWidth(t *testing.T) {
 		mem     int64
 		n, most int
 	}{
-		{2, 24 << 30, 4, 6},     // this machine: cores decide
+		{2, 24 << 30, 2, 6},     // this machine: cores decide
 		{64, 256 << 30, 16, 16}, // a big box: the cap
 		{16, 8 << 30, 2, 2},     // little memory decides
 		{4, 0, 1, 1},            // memory unknown: one
