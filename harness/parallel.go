@@ -14,11 +14,11 @@ import (
 // SlotMemory is what one slot of --parallel is allowed of the engine's
 // memory: one run's cluster at its largest, with room to spare. Measured
 // with docker stats every 20 s on 2026-12-05 (docs/benchmarks.md, "Runs
-// side by side"), the containers of one cluster peaked at 84 MiB (median
-// of 3-node etcd clusters), 650 MiB (the jepsen-etcd preset's 5 nodes
-// with 5 clients, the most seen), 337 MiB (Kubernetes: 3 etcd and
-// kube-apiserver) and 213 MiB (ZooKeeper's three JVMs); 2 GiB leaves each
-// slot room for a longer run's growth and the engine's own overhead.
+// side by side"), the containers of one cluster peaked at most at 650 MiB
+// (etcd: the jepsen-etcd preset's 5 nodes with 5 clients), 601 MiB
+// (Kubernetes: 3 etcd and kube-apiserver), 376 MiB (ZooKeeper's three
+// JVMs), 274 MiB (PostgreSQL) and 214 MiB (Redis); 2 GiB leaves each slot
+// room for a longer run's growth and the engine's own overhead.
 const SlotMemory = 2 << 30
 
 // MaxParallel bounds --parallel: past it the engine's bridge networks
