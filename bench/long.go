@@ -7,7 +7,6 @@ import (
 	"github.com/fencecheck/fencecheck/runstore"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -98,7 +97,7 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 	var rows []row
 	var res longResults
 	resErr := func() error {
-		b, err := os.ReadFile(filepath.Join(out.Dir, runstore.ResultsFile))
+		b, err := os.ReadFile(runstore.Run(out.Dir).Results())
 		if err != nil {
 			return err
 		}
@@ -132,7 +131,7 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 // valid, and injected every kind of fault.
 func longVerdictRows(name, title string, out *harness.Outcome, runErr error) []row {
 	var rows []row
-	events, _ := history.ParseFile(filepath.Join(out.Dir, runstore.HistoryFile))
+	events, _ := history.ParseFile(runstore.Run(out.Dir).History())
 	ops, _ := history.Pair(events)
 	injected := map[string]int{}
 	failedStarts := map[string]int{}
@@ -249,7 +248,7 @@ func longFileRows(name, dir string, resErr error, problems []string, healErr err
 	var rows []row
 	var missingFiles []string
 	for _, f := range []string{runstore.ResultsFile, runstore.ReportFile, runstore.HistoryFile, runstore.LogFile} {
-		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+		if st, err := os.Stat(runstore.Run(dir).File(f)); err != nil || st.Size() == 0 {
 			missingFiles = append(missingFiles, f)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"github.com/fencecheck/fencecheck/runstore"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"runtime/metrics"
 	"sort"
@@ -168,7 +167,7 @@ func (w *longWatch) Write(b []byte) (int, error) {
 		if i := strings.LastIndex(line, " store "); i >= 0 {
 			w.mu.Lock()
 			w.dir = strings.TrimSpace(line[i+len(" store "):])
-			w.counter.path = filepath.Join(w.dir, runstore.HistoryFile)
+			w.counter.path = runstore.Run(w.dir).History()
 			w.mu.Unlock()
 		}
 	case strings.HasPrefix(line, "workload: "):

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -74,7 +73,7 @@ func scaleRows(sizes []int, memory int64) []row {
 		for _, n := range sizes {
 			s := sh.synth
 			s.Ops = n
-			path := filepath.Join(dir, runstore.HistoryFile)
+			path := runstore.Run(dir).History()
 			start := time.Now()
 			size, err := writeHistory(path, s)
 			name := fmt.Sprintf("check %s ops, %s", count(n), sh.name)

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/verdict"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -65,7 +66,7 @@ func Merge(dirs []string, out string) (*result.Comparison, error) {
 		if abs == outAbs {
 			return nil, usage.Errorf("out", "%s is a shard's directory; merging there would overwrite its partial %s (give another --out)", out, runstore.CompareJSON)
 		}
-		c, err := result.ReadComparison(filepath.Join(d, runstore.CompareJSON))
+		c, err := result.ReadComparison(runstore.Comparison(d).JSON())
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			return nil, refuse("%s has no %s: pass the --store directory of a `check compare --shard I/N` run", d, runstore.CompareJSON)
@@ -190,11 +191,14 @@ func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 						return nil, refuse("%s: a run of seed %d in %s × %s is not among the runs it held", s.dir, run.Seed, rowText(r), cell.Fault)
 					}
 					if why := unfinishedRun(s.dir, run); why != "" {
-						run.Verdict, run.Error = string(models.Unknown), "compare.json says valid, but "+why
+						// Settled as every stored run is: a run that did
+						// not finish is never valid.
+						res := verdict.Settle(verdict.Run{Check: models.Result{Verdict: models.Verdict(run.Verdict)}, Unfinished: why})
+						run.Verdict, run.Error = string(res.Verdict), "compare.json says valid, but "+why
 						c.Unfinished = append(c.Unfinished, fmt.Sprintf("shard %s: %s × %s, run %d (seed %d): %s", s.c.Shard, rowText(r), cell.Fault, p.Run+1, run.Seed, run.Error))
 					}
 					if run.Dir != "" {
-						run.Dir = filepath.ToSlash(filepath.Join(rel, filepath.FromSlash(run.Dir)))
+						run.Dir = runstore.Rebase(rel, run.Dir)
 					}
 					got[p] = run
 					from[p] = s.c.Shard.String()
@@ -269,8 +273,8 @@ func unfinishedRun(shardDir string, run result.CompareRun) string {
 	if run.Dir == "" {
 		return "it has no run directory to show that it finished"
 	}
-	hist := filepath.Join(shardDir, filepath.FromSlash(run.Dir), runstore.HistoryFile)
-	ended, err := history.Ended(os.DirFS(filepath.Dir(hist)), runstore.HistoryFile)
+	hist := runstore.Comparison(shardDir).Run(run.Dir).History()
+	ended, err := history.Ended(os.DirFS(filepath.Dir(hist)), filepath.Base(hist))
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Sprintf("%s is missing, so nothing shows that the run finished", hist)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -104,7 +103,7 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	if err := reports.WriteComparison(dir, c); err != nil {
 		return c, fmt.Errorf("writing the comparison: %w", err)
 	}
-	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), filepath.Join(dir, runstore.CompareHTML))
+	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), runstore.Comparison(dir).HTML())
 	return c, nil
 }
 

@@ -60,7 +60,7 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	st := &runState{testID: "ct-" + testID(&cfg, time.Now())}
 	logf := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
 	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", cfg.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
-	sys, err := openDocker(ctx, &cfg, st, dir, logf, out)
+	sys, err := openDocker(ctx, &cfg, st, runstore.Run(dir), logf, out)
 	if err != nil {
 		os.RemoveAll(dir)
 		return 0, err

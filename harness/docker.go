@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,7 +47,7 @@ type dockerSystem struct {
 	// trace, when set, sees every protocol line (check client-test).
 	trace func(node string, process int, sent bool, line []byte)
 	logf  func(string, ...any)
-	dir   string
+	dir   runstore.Run
 	// st is the run's state; warmKey, when not "", lets Close give the
 	// cluster back to st.clusters after a clean run.
 	st      *runState
@@ -135,7 +134,7 @@ func coreImageEnough(b registry.Info, cfg *Config, s registry.Setup) bool {
 	return !shared || k.CoreImage
 }
 
-func openDocker(ctx context.Context, cfg *Config, st *runState, dir string, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
+func openDocker(ctx context.Context, cfg *Config, st *runState, dir runstore.Run, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
 	b, _ := registry.Lookup(cfg.Backend)
 	if b.NewDB == nil {
 		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
@@ -431,8 +430,8 @@ func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 	if len(b) == 0 {
 		return
 	}
-	os.MkdirAll(filepath.Join(s.dir, runstore.LogsDir), 0o755)
-	f, err := os.OpenFile(filepath.Join(s.dir, runstore.LogsDir, runstore.AgentsLog), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	s.dir.MakeLogs()
+	f, err := os.OpenFile(s.dir.AgentsLog(), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return
 	}
@@ -477,7 +476,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	for _, n := range s.cluster.Nodes {
 		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
 	}
-	if err := s.cluster.CollectLogsExcept(ctx, filepath.Join(s.dir, runstore.LogsDir), paths, stuck); err != nil {
+	if err := s.cluster.CollectLogsExcept(ctx, s.dir.Logs(), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
 	if s.warmKey != "" && s.st.keepWarm && len(errs) == 0 {

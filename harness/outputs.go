@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/fencecheck/fencecheck/internal/usage"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // checkOutputs checks, before anything is created, that every place the
@@ -22,7 +23,7 @@ func checkOutputs(c *Config) error {
 	if err := CheckStoreDir(c.Store); err != nil {
 		return err
 	}
-	test := filepath.Join(c.Store, c.Name)
+	test := runstore.TestDir(c.Store, c.Name)
 	if st, err := os.Stat(test); err == nil && !st.IsDir() {
 		return usage.Errorf("name", "%s is a file, but the test's name is a directory in the store (%s): choose another --name, or move the file", test, c.Store)
 	}

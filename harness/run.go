@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/verdict"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -39,7 +39,7 @@ type Outcome struct {
 	// valid needs — the workload cut short before its time limit, the
 	// final reads skipped or cut short — and is "" when it did. The
 	// verdict of an incomplete run is unknown unless a violation was
-	// found (see Settle).
+	// found (see verdict.Settle).
 	Incomplete string
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string
@@ -173,7 +173,7 @@ type run struct {
 	stop     context.Context // sig.Stop, also ended by sig.Abort
 	progress io.Writer
 	started  time.Time
-	dir      string
+	dir      runstore.Run
 	out      *Outcome
 
 	logFile  *os.File
@@ -206,19 +206,19 @@ func (r *run) open() error {
 		return err
 	}
 	r.dir = dir
-	r.out = &Outcome{Dir: dir}
+	r.out = &Outcome{Dir: string(dir)}
 	if cfg.Cluster == registry.ClusterDocker {
 		if r.testID == "" {
 			r.testID = testID(cfg, r.started)
 		}
 		r.out.TestID = r.testID
 	}
-	if r.logFile, err = os.Create(filepath.Join(dir, runstore.LogFile)); err != nil {
+	if r.logFile, err = os.Create(dir.Log()); err != nil {
 		return fmt.Errorf("creating check.log: %w", err)
 	}
 	r.con = newConsole(r.progress)
 	r.logf("test %s, seed %d, store %s", cfg.Name, cfg.Seed, dir)
-	if r.histFile, err = os.Create(filepath.Join(dir, runstore.HistoryFile)); err != nil {
+	if r.histFile, err = os.Create(dir.History()); err != nil {
 		r.logFile.Close()
 		r.con.Clear()
 		return fmt.Errorf("creating history.jsonl: %w", err)
@@ -357,7 +357,7 @@ func (r *run) saveHistory() {
 func (r *run) check() {
 	cfg, out := r.cfg, r.out
 	r.phase("check")
-	events, err := history.ParseFile(filepath.Join(r.dir, runstore.HistoryFile))
+	events, err := history.ParseFile(r.dir.History())
 	if err != nil {
 		r.fail(fmt.Errorf("reading back the history: %w", err))
 	}
@@ -369,16 +369,18 @@ func (r *run) check() {
 	r.logf("checking %d client ops", len(r.ops))
 	r.con.Status(fmt.Sprintf("checking %d client ops against the fenced-storage model…", len(r.ops)))
 	checkStart := time.Now()
-	out.Result = models.Check(r.sig.Abort, r.ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
-	out.Result = models.StaleWriteFirst(out.Result, r.ops)
+	checked := models.Check(r.sig.Abort, r.ops, models.Options{Timeout: cfg.CheckTimeout, MemoryLimit: cfg.CheckMemory})
 	r.checkTime = time.Since(checkStart)
 	runErrText := ""
 	if r.err != nil {
 		runErrText = r.err.Error()
 	}
-	out.Result = Settle(out.Result, out.Incomplete, runErrText, r.sig.Abort.Err() != nil)
-	facts := models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))}
-	out.Result = Exposed(out.Result, r.events, facts, cfg.MinExposures)
+	x := models.CountExposures(r.events)
+	out.Result = verdict.Settle(verdict.Run{
+		Check: checked, Ops: r.ops, Unfinished: out.Incomplete, Failed: runErrText, CheckSkipped: r.sig.Abort.Err() != nil,
+		Exposures: &x, MinExposures: cfg.MinExposures,
+		Facts: models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))},
+	})
 	if r.live.foundViolation() && out.Result.Verdict == models.Valid {
 		// Cannot happen: a violation in a prefix of the history stays one
 		// in the whole (an op still in flight was read as unknown, the most
@@ -399,7 +401,7 @@ func (r *run) report() {
 	cfg, out := r.cfg, r.out
 	r.phase("report")
 	rep := &reports.Run{
-		Dir: r.dir, Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
+		Dir: string(r.dir), Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
 		Params: params(cfg, sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(cfg, r.events),
@@ -409,38 +411,14 @@ func (r *run) report() {
 		rep.Error = r.err.Error()
 	}
 	out.Report = rep
-	out.Unwritten = writeOutputs(rep, cfg.JUnit)
+	out.Unwritten = reports.WriteOutputs(rep, cfg.JUnit, os.Getenv(reports.StepSummaryEnv))
 	for _, u := range out.Unwritten {
 		r.logf("also: %s", u)
 	}
 	if r.progress != nil {
 		r.con.Clear()
-		reports.Summary(r.progress, rep)
-		for _, u := range out.Unwritten {
-			fmt.Fprintf(r.progress, "also: %s (the verdict above stands)\n", u)
-		}
+		reports.SummaryBeside(r.progress, rep, out.Unwritten)
 	}
-}
-
-// writeOutputs writes what the run's check produced — the reports in its
-// directory, the JUnit file, CI's step summary — and names each that
-// could not be written, with why. A file that cannot be written after the
-// check never replaces the verdict: Run prints and returns it, and says
-// these beside it.
-func writeOutputs(r *reports.Run, junit string) []string {
-	var unwritten []string
-	if err := reports.WriteAll(r); err != nil {
-		unwritten = append(unwritten, fmt.Sprintf("the reports in %s were not all written: %v", r.Dir, err))
-	}
-	if junit != "" {
-		if err := reports.WriteJUnitFile(junit, r); err != nil {
-			unwritten = append(unwritten, fmt.Sprintf("the JUnit file %s was not written: %v", junit, err))
-		}
-	}
-	if err := reports.WriteStepSummary(os.Getenv(reports.StepSummaryEnv), r); err != nil {
-		unwritten = append(unwritten, fmt.Sprintf("the step summary was not written: %v", err))
-	}
-	return unwritten
 }
 
 // endHistory writes the history's end event when the run finished: the

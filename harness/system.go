@@ -8,6 +8,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // System is the lock service and storage under test, set up for one run.
@@ -46,7 +47,7 @@ func (s inProcess) NewClient(ctx context.Context, slot int) (backends.Client, er
 func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 
 // openSystem sets up what cfg asks for.
-func openSystem(ctx context.Context, cfg *Config, st *runState, dir string, logf func(string, ...any), progress io.Writer) (System, error) {
+func openSystem(ctx context.Context, cfg *Config, st *runState, dir runstore.Run, logf func(string, ...any), progress io.Writer) (System, error) {
 	b, _ := registry.Lookup(cfg.Backend)
 	switch {
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:

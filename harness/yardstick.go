@@ -12,6 +12,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // Yardstick sets up the Docker system cfg describes and runs `check loop`
@@ -30,7 +31,7 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := openDocker(ctx, &cfg, &runState{}, dir, func(string, ...any) {}, io.Discard)
+	s, err := openDocker(ctx, &cfg, &runState{}, runstore.Run(dir), func(string, ...any) {}, io.Discard)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func AgentRoundTrips(ctx context.Context, cfg Config, n int) (p50, p99 time.Dura
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := openDocker(ctx, &cfg, &runState{}, dir, func(string, ...any) {}, io.Discard)
+	s, err := openDocker(ctx, &cfg, &runState{}, runstore.Run(dir), func(string, ...any) {}, io.Discard)
 	if err != nil {
 		return 0, 0, err
 	}

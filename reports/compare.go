@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -167,19 +166,19 @@ func WriteComparison(dir string, c *result.Comparison) error {
 		return err
 	}
 	files := []struct {
-		name string
+		path string
 		fill func(io.Writer) error
 	}{
-		{runstore.CompareJSON, func(w io.Writer) error {
+		{runstore.Comparison(dir).JSON(), func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(c)
 		}},
-		{runstore.CompareMarkdown, func(w io.Writer) error { return WriteCompareMarkdown(w, c) }},
-		{runstore.CompareHTML, func(w io.Writer) error { return WriteCompareHTML(w, c) }},
+		{runstore.Comparison(dir).Markdown(), func(w io.Writer) error { return WriteCompareMarkdown(w, c) }},
+		{runstore.Comparison(dir).HTML(), func(w io.Writer) error { return WriteCompareHTML(w, c) }},
 	}
 	for _, f := range files {
-		if err := writeFile(filepath.Join(dir, f.name), func(o *os.File) error { return f.fill(o) }); err != nil {
+		if err := writeFile(f.path, func(o *os.File) error { return f.fill(o) }); err != nil {
 			return err
 		}
 	}

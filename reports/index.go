@@ -8,13 +8,13 @@ import (
 	"io"
 	"io/fs"
 	"net/url"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/verdict"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -73,7 +73,7 @@ func ListRuns(root fs.FS) ([]StoredRun, error) {
 
 func readStoredRun(root fs.FS, d runstore.RunDir) StoredRun {
 	r := StoredRun{Test: d.Test, Stamp: d.Stamp, Path: d.Path, Started: d.Started, Files: d.Files}
-	b, err := fs.ReadFile(root, path.Join(d.Path, runstore.ResultsFile))
+	b, err := fs.ReadFile(root, d.Results())
 	if err != nil {
 		r.Problem = "no results.json: the run is still going, or it stopped before writing its results"
 		return r
@@ -89,21 +89,25 @@ func readStoredRun(root fs.FS, d runstore.RunDir) StoredRun {
 		r.Started = t
 	}
 	if r.Verdict == models.Valid {
-		if why := unfinishedTail(root, d.Path); why != "" {
-			r.Verdict = models.Unknown
-			r.Explanation = "results.json says valid, but " + why + ": a run that did not finish is never valid"
+		// Only a valid verdict can change (verdict.Settle): the last line
+		// of its history is read for the end event that shows the run
+		// finished.
+		if why := unfinishedTail(root, d); why != "" {
+			res := verdict.Settle(verdict.Run{Check: models.Result{Verdict: r.Verdict, Explanation: r.Explanation},
+				Unfinished: "results.json says valid, but " + why})
+			r.Verdict, r.Explanation = res.Verdict, res.Explanation
 		}
 	}
 	return r
 }
 
-// unfinishedTail says why the run in dir cannot be the finished run a
+// unfinishedTail says why the run d cannot be the finished run a
 // valid verdict needs, reading only the last line of its history (a page
 // of many runs cannot read every history whole): the history is missing,
 // or does not end with the end event a finished run writes last. ""
 // when it does.
-func unfinishedTail(root fs.FS, dir string) string {
-	ended, err := history.Ended(root, path.Join(dir, runstore.HistoryFile))
+func unfinishedTail(root fs.FS, d runstore.RunDir) string {
+	ended, err := history.Ended(root, d.History())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "it has no history.jsonl to show that it finished"

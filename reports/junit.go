@@ -171,7 +171,7 @@ func rerunText(r *Run) string {
 		fmt.Fprintf(&b, "rerun: %s\n", clean(r.Command))
 	}
 	if r.Dir != "" {
-		fmt.Fprintf(&b, "report: %s\n", clean(filepath.Join(r.Dir, runstore.ReportFile)))
+		fmt.Fprintf(&b, "report: %s\n", clean(runstore.Run(r.Dir).Report()))
 	}
 	return b.String()
 }

@@ -52,13 +52,13 @@ const schemaPrefix = "fencecheck/results/"
 // versions. The verdict
 // is not read back: the caller checks the history again and sets Result.
 func LoadRun(dir string) (*Run, error) {
-	h, err := history.LoadFile(filepath.Join(dir, runstore.HistoryFile))
+	h, err := history.LoadFile(runstore.Run(dir).History())
 	if err != nil {
 		return nil, err
 	}
 	ops, faults := history.Pair(h.Events)
 	r := &Run{Dir: dir, Events: h.Events, Ops: ops, Faults: faults, HistoryNote: h.Note(), Unfinished: h.Unfinished()}
-	old, err := ReadResults(filepath.Join(dir, runstore.ResultsFile))
+	old, err := ReadResults(runstore.Run(dir).Results())
 	switch {
 	case err == nil:
 		r.Name, r.Params, r.Command, r.CommandArgv = old.Name, old.Params, old.Command, old.CommandArgv
@@ -82,7 +82,7 @@ func LoadRun(dir string) (*Run, error) {
 	if r.Started.IsZero() {
 		if t, ok := runstore.ParseStamp(filepath.Base(abs)); ok {
 			r.Started = t
-		} else if st, err := os.Stat(filepath.Join(dir, runstore.HistoryFile)); err == nil {
+		} else if st, err := os.Stat(runstore.Run(dir).History()); err == nil {
 			r.Started = st.ModTime().Add(-time.Duration(r.End()))
 		}
 	}

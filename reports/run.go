@@ -117,16 +117,38 @@ func (r *Run) End() int64 {
 // keys) into the run's directory.
 func WriteAll(r *Run) error {
 	var errs []error
-	if err := writeFile(filepath.Join(r.Dir, runstore.ResultsFile), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
+	if err := writeFile(runstore.Run(r.Dir).Results(), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeFile(filepath.Join(r.Dir, runstore.ReportFile), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
+	if err := writeFile(runstore.Run(r.Dir).Report(), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
 	if err := writeVisualizations(r); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// WriteOutputs writes what a run's check produced — the reports in its
+// directory (WriteAll), the JUnit file when junit is given, CI's step
+// summary when stepSummary is given — and names each that could not be
+// written, with why. The run and `check report` both write through here;
+// a file that cannot be written never replaces the verdict, it is said
+// beside it (SummaryBeside).
+func WriteOutputs(r *Run, junit, stepSummary string) []string {
+	var unwritten []string
+	if err := WriteAll(r); err != nil {
+		unwritten = append(unwritten, fmt.Sprintf("the reports in %s were not all written: %v", r.Dir, err))
+	}
+	if junit != "" {
+		if err := WriteJUnitFile(junit, r); err != nil {
+			unwritten = append(unwritten, fmt.Sprintf("the JUnit file %s was not written: %v", junit, err))
+		}
+	}
+	if err := WriteStepSummary(stepSummary, r); err != nil {
+		unwritten = append(unwritten, fmt.Sprintf("the step summary was not written: %v", err))
+	}
+	return unwritten
 }
 
 // writeFile writes path whole or not at all: fill writes a temporary
@@ -182,12 +204,11 @@ func writeVisualizations(r *Run) error {
 	}
 	var errs []error
 	k := &r.Result.Keys[i]
-	if err := writeFile(filepath.Join(r.Dir, runstore.VisualizationFile), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+	if err := writeFile(runstore.Run(r.Dir).Visualization(), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
 		errs = append(errs, err)
 	}
 	if len(r.Result.Keys) > 1 {
-		sub := filepath.Join(r.Dir, runstore.VisualizationDir)
-		if err := os.MkdirAll(sub, 0o755); err != nil {
+		if err := os.MkdirAll(runstore.Run(r.Dir).KeyVisualizations(), 0o755); err != nil {
 			return err
 		}
 		for j := range r.Result.Keys {
@@ -195,7 +216,7 @@ func writeVisualizations(r *Run) error {
 			if !k.CanVisualize() {
 				continue
 			}
-			if err := writeFile(filepath.Join(sub, safeName(k.Key)+".html"), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+			if err := writeFile(runstore.Run(r.Dir).KeyVisualization(safeName(k.Key)), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
 				errs = append(errs, err)
 			}
 		}

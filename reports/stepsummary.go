@@ -3,7 +3,6 @@ package reports
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
@@ -127,7 +126,7 @@ func StepSummary(r *Run) string {
 		fmt.Fprintf(&b, "Rerun:\n\n%ssh\n%s\n%s\n\n", fence, oneLine(clean(r.Command)), fence)
 	}
 	if r.Dir != "" {
-		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(filepath.Join(r.Dir, runstore.ReportFile)))
+		fmt.Fprintf(&b, "Report: %s (in the store directory)\n\n", md(runstore.Run(r.Dir).Report()))
 	}
 	return b.String()
 }

@@ -3,7 +3,6 @@ package reports
 import (
 	"fmt"
 	"io"
-	"path/filepath"
 	"sort"
 	"strings"
 
@@ -11,6 +10,15 @@ import (
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/runstore"
 )
+
+// SummaryBeside prints the summary of a run and, after it, each output
+// that could not be written (WriteOutputs): the verdict above them stands.
+func SummaryBeside(w io.Writer, r *Run, unwritten []string) {
+	Summary(w, r)
+	for _, u := range unwritten {
+		fmt.Fprintf(w, "also: %s (the verdict above stands)\n", u)
+	}
+}
 
 // Summary prints the one-screen summary of a run.
 func Summary(w io.Writer, r *Run) {
@@ -60,7 +68,7 @@ func Summary(w io.Writer, r *Run) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, VerdictLine(r.Result))
-	fmt.Fprintf(w, "report: %s\n", filepath.Join(r.Dir, runstore.ReportFile))
+	fmt.Fprintf(w, "report: %s\n", runstore.Run(r.Dir).Report())
 	if strings.TrimSpace(r.Command) != "" {
 		fmt.Fprintf(w, "rerun:  %s\n", r.Command)
 	}

@@ -3,8 +3,9 @@
 // <store>/latest link to the newest run, the names of the files and the
 // logs directory a run keeps, where a comparison puts its tables and what
 // they are called, and finding the runs of a store again. Everything that
-// makes, names or lists a run directory or a file in it asks this package;
-// nothing else spells a name on disk.
+// makes, names or lists a run directory or a file in it asks this package
+// (a Run's methods name each file of a run, a Comparison's each table):
+// nothing else spells a name on disk or joins one to a store's path.
 //
 // It must never decide what a file says: it does not check a history,
 // judge a verdict or format a report (the harness, models and reports do),
@@ -90,9 +91,9 @@ func ParseStamp(name string) (time.Time, bool) {
 
 // NewRun makes <root>/<test>/<stamp>/ for a run started at started — a
 // new directory even when another run of the test started in the same
-// millisecond — points <root>/latest at it, and returns its path.
-func NewRun(root, test string, started time.Time) (string, error) {
-	parent := filepath.Join(root, test)
+// millisecond — points <root>/latest at it, and returns it.
+func NewRun(root, test string, started time.Time) (Run, error) {
+	parent := TestDir(root, test)
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return "", fmt.Errorf("creating the store directory: %w (choose another with --store)", err)
 	}
@@ -112,8 +113,11 @@ func NewRun(root, test string, started time.Time) (string, error) {
 		}
 	}
 	setLatest(root, rel)
-	return filepath.Join(root, rel), nil
+	return Run(filepath.Join(root, rel)), nil
 }
+
+// TestDir is where the runs of a test are kept: <root>/<test>.
+func TestDir(root, test string) string { return filepath.Join(root, test) }
 
 // setLatest points <root>/latest at rel, replacing the old link in one
 // step. A store where links cannot be made still works without it.
@@ -133,6 +137,75 @@ func setLatest(root, rel string) {
 func CompareDir(root string, t time.Time) string {
 	return filepath.Join(root, "compare", t.UTC().Format(compareStampLayout))
 }
+
+// Comparison is a comparison's directory on disk (CompareDir, --store or
+// a merge's --out): its methods name its tables and its runs.
+type Comparison string
+
+// JSON is the matrix as data (CompareJSON).
+func (c Comparison) JSON() string { return filepath.Join(string(c), CompareJSON) }
+
+// Markdown is the matrix as a Markdown table (CompareMarkdown).
+func (c Comparison) Markdown() string { return filepath.Join(string(c), CompareMarkdown) }
+
+// HTML is the matrix as a page (CompareHTML).
+func (c Comparison) HTML() string { return filepath.Join(string(c), CompareHTML) }
+
+// Run is the directory of one of the comparison's runs, from the path
+// compare.json records for it: relative to the comparison, with slashes.
+func (c Comparison) Run(rel string) Run {
+	return Run(filepath.Join(string(c), filepath.FromSlash(rel)))
+}
+
+// Rebase is the path, with slashes, of a run recorded as rel in a
+// comparison that is itself at from relative to another comparison (a
+// shard's runs as its merge links them).
+func Rebase(from, rel string) string {
+	return filepath.ToSlash(filepath.Join(from, filepath.FromSlash(rel)))
+}
+
+// Run is one run's directory on disk: the one NewRun made, or one given
+// on the command line. Its methods name every file the run keeps, so
+// that nothing outside this package joins a run's file names.
+type Run string
+
+// History is the run's history (HistoryFile).
+func (r Run) History() string { return r.File(HistoryFile) }
+
+// Results is the run's machine-readable verdict (ResultsFile).
+func (r Run) Results() string { return r.File(ResultsFile) }
+
+// Log is the run's full log (LogFile).
+func (r Run) Log() string { return r.File(LogFile) }
+
+// Report is the run's HTML report (ReportFile).
+func (r Run) Report() string { return r.File(ReportFile) }
+
+// Visualization is porcupine's visualization of the run's one key, or of
+// the key that stands for them all (VisualizationFile).
+func (r Run) Visualization() string { return r.File(VisualizationFile) }
+
+// KeyVisualizations is the directory of one visualization per key, when
+// the run has several keys (VisualizationDir).
+func (r Run) KeyVisualizations() string { return r.File(VisualizationDir) }
+
+// KeyVisualization is the visualization of one key, named by name (a
+// key made safe as a file name) in KeyVisualizations.
+func (r Run) KeyVisualization(name string) string {
+	return filepath.Join(r.KeyVisualizations(), name+".html")
+}
+
+// Logs is the directory of the servers' logs and AgentsLog (LogsDir).
+func (r Run) Logs() string { return r.File(LogsDir) }
+
+// AgentsLog is what the client agents wrote to stderr.
+func (r Run) AgentsLog() string { return filepath.Join(r.Logs(), AgentsLog) }
+
+// MakeLogs makes the logs directory if it is not there yet.
+func (r Run) MakeLogs() error { return os.MkdirAll(r.Logs(), 0o755) }
+
+// File is the path of the run's file named name, one of RunFiles.
+func (r Run) File(name string) string { return filepath.Join(string(r), name) }
 
 // RunDir is a run directory found in a store.
 type RunDir struct {
@@ -182,3 +255,11 @@ func List(root fs.FS) ([]RunDir, error) {
 	}
 	return out, nil
 }
+
+// History is the path of the run's history in the store's file system
+// (with slashes, as fs.FS wants).
+func (d RunDir) History() string { return path.Join(d.Path, HistoryFile) }
+
+// Results is the path of the run's results.json in the store's file
+// system.
+func (d RunDir) Results() string { return path.Join(d.Path, ResultsFile) }

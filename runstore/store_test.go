@@ -16,7 +16,7 @@ func TestNewRunMakesOneDirectoryPerRunAndPointsLatestAtIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := filepath.Join(root, "etcd-nightly", "20260102T020405.006Z"); first != want {
+	if want := filepath.Join(root, "etcd-nightly", "20260102T020405.006Z"); first != Run(want) {
 		t.Errorf("first run in %s, want %s (UTC, to the millisecond)", first, want)
 	}
 	// Another run in the same millisecond gets a directory of its own.
@@ -31,7 +31,7 @@ func TestNewRunMakesOneDirectoryPerRunAndPointsLatestAtIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := filepath.EvalSymlinks(second)
+	want, _ := filepath.EvalSymlinks(string(second))
 	if latest != want {
 		t.Errorf("latest points at %s, want the newest run %s", latest, want)
 	}
@@ -139,5 +139,35 @@ func TestListFindsRunDirectoriesWithTheirFilesAndNoLinks(t *testing.T) {
 				t.Errorf("a name that is not a stamp gave a start: %s", r.Started)
 			}
 		}
+	}
+}
+
+// A run's files and a comparison's tables are named by runstore alone:
+// each method gives the documented file in its directory.
+func TestRunAndComparisonNameTheirFiles(t *testing.T) {
+	r := Run(filepath.Join("store", "t", "20260102T020405.006Z"))
+	for got, want := range map[string]string{
+		r.History(): "history.jsonl", r.Results(): "results.json", r.Log(): "check.log", r.Report(): "report.html",
+		r.Visualization(): "linearizability.html", r.KeyVisualizations(): "linearizability",
+		r.KeyVisualization("k0"): filepath.Join("linearizability", "k0.html"), r.Logs(): "logs",
+		r.AgentsLog(): filepath.Join("logs", "agents.log"), r.File(ReportFile): "report.html",
+	} {
+		if want = filepath.Join(string(r), want); got != want {
+			t.Errorf("%s, want %s", got, want)
+		}
+	}
+	c := Comparison(filepath.Join("store", "compare", "20260102T020405Z"))
+	if c.JSON() != filepath.Join(string(c), "compare.json") || c.Markdown() != filepath.Join(string(c), "compare.md") || c.HTML() != filepath.Join(string(c), "compare.html") {
+		t.Errorf("a comparison's tables: %s, %s, %s", c.JSON(), c.Markdown(), c.HTML())
+	}
+	if got, want := c.Run("etcd/20260102T020405.006Z").History(), filepath.Join(string(c), "etcd", "20260102T020405.006Z", "history.jsonl"); got != want {
+		t.Errorf("a comparison's run's history at %s, want %s", got, want)
+	}
+	if got := Rebase("../shard-1", "etcd/x"); got != "../shard-1/etcd/x" {
+		t.Errorf("a shard's run from its merge: %s, want ../shard-1/etcd/x", got)
+	}
+	d := RunDir{Path: "t/20260102T020405.006Z"}
+	if d.History() != "t/20260102T020405.006Z/history.jsonl" || d.Results() != "t/20260102T020405.006Z/results.json" {
+		t.Errorf("a listed run's files in the store's file system: %s, %s", d.History(), d.Results())
 	}
 }

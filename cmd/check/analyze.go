@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/verdict"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -49,7 +50,7 @@ or a flag is out of range.`,
 			}
 			path := args[0]
 			if st, err := os.Stat(path); err == nil && st.IsDir() {
-				path = filepath.Join(path, runstore.HistoryFile)
+				path = runstore.Run(path).History()
 			}
 			f, err := os.Open(path)
 			if err != nil {
@@ -69,13 +70,6 @@ or a flag is out of range.`,
 				// or one that cannot be read.
 				return historyErr(path, err)
 			}
-			if res.Verdict == models.Invalid {
-				// A second read, for the cause the run itself names first.
-				if again, err := os.Open(path); err == nil {
-					res = models.StaleWriteFirstFrom(again, res)
-					again.Close()
-				}
-			}
 			if note := (&history.History{Dropped: read.Dropped}).Note(); note != "" {
 				fmt.Fprintf(out, "%s: %s\n", path, note)
 			}
@@ -87,20 +81,21 @@ or a flag is out of range.`,
 			// violation in it stands, anything else is unknown.
 			if read.Unfinished != "" {
 				fmt.Fprintf(out, "%s: %s\n", path, read.Unfinished)
-				res = harness.Settle(res, read.Unfinished, "", false)
 			}
+			// A second read, for the cause the run itself names first.
+			run := verdict.Run{Check: res, Unfinished: read.Unfinished,
+				Reread: func() (io.ReadCloser, error) { return os.Open(path) }}
 			if abort.Err() == nil {
-				// A second pass counts the exposures as a stream, in
+				// A further pass counts the exposures as a stream, in
 				// memory that does not grow with the history.
 				if x, faults, err := countExposures(path); err == nil {
-					res = harness.Exposures(res, x, models.RunFacts{Faults: faults}, minExposures)
+					run.Exposures, run.Facts, run.MinExposures = &x, models.RunFacts{Faults: faults}, minExposures
 				} else {
 					fmt.Fprintf(out, "%s: exposures not counted: %v\n", path, err)
 				}
 			}
-			if abort.Err() != nil && res.Verdict != models.Invalid {
-				res.Verdict, res.Explanation = models.Unknown, context.Cause(abort).Error()
-			}
+			run.Stopped = stopped(abort)
+			res = verdict.Settle(run)
 			reports.KeyLines(out, "", res.Keys)
 			if x := res.Exposures; x != nil {
 				fmt.Fprintf(out, "exposures: %s\n", reports.ExposureLine(x))
@@ -151,4 +146,14 @@ func historyErr(path string, err error) error {
 		return dataErr("%s: no such file (give a history.jsonl, or a run directory such as store/latest)", path)
 	}
 	return dataErr("%v", err)
+}
+
+// stopped is why a re-check was stopped (an interrupt), nil when it was
+// not: `check report` and `check analyze` settle such a check's verdict
+// as unknown unless it found a violation.
+func stopped(abort context.Context) error {
+	if abort.Err() == nil {
+		return nil
+	}
+	return context.Cause(abort)
 }

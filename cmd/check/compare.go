@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -236,7 +235,7 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 		if c.Interrupted {
 			why = "interrupted before every cell ran"
 		}
-		return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(cf.dir, runstore.CompareMarkdown))}
+		return &exitError{code, fmt.Errorf("%s (see %s)", why, runstore.Comparison(cf.dir).Markdown())}
 	}
 	return nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -61,7 +60,7 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 			for _, s := range c.Sources {
 				runs += s.Runs
 			}
-			fmt.Fprintf(w, "merge: %s, %s: %s\n", words.Plural(len(c.Sources), "shard"), words.Plural(runs, "run"), filepath.Join(out, runstore.CompareHTML))
+			fmt.Fprintf(w, "merge: %s, %s: %s\n", words.Plural(len(c.Sources), "shard"), words.Plural(runs, "run"), runstore.Comparison(out).HTML())
 			if len(c.Missing) > 0 {
 				if gone := compare.MissingShards(c); len(gone) > 0 {
 					fmt.Fprintf(w, "merge: shard(s) %s did not come back\n", strings.Join(gone, ", "))
@@ -88,13 +87,13 @@ shard was interrupted; 254 bad arguments or shards that do not fit.`,
 				if len(c.Unfinished) > 0 {
 					why = append(why, words.Plural(len(c.Unfinished), "run")+" not shown to have finished")
 				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", strings.Join(why, ", "), filepath.Join(out, runstore.CompareMarkdown))}
+				return &exitError{code, fmt.Errorf("%s (see %s)", strings.Join(why, ", "), runstore.Comparison(out).Markdown())}
 			default:
 				why := words.Plural(c.Errors, "run") + " could not be carried out"
 				if c.Interrupted {
 					why = "a shard was interrupted before every cell ran"
 				}
-				return &exitError{code, fmt.Errorf("%s (see %s)", why, filepath.Join(out, runstore.CompareMarkdown))}
+				return &exitError{code, fmt.Errorf("%s (see %s)", why, runstore.Comparison(out).Markdown())}
 			}
 		},
 	}

@@ -116,7 +116,7 @@ func repeat(w io.Writer, count, width int, keepGoing bool, base int64, stopped f
 				line += ", " + tr.exposures.Short()
 			}
 			if dir != "" {
-				line += ", " + filepath.Join(dir, runstore.ReportFile)
+				line += ", " + runstore.Run(dir).Report()
 			}
 			if err != nil && code == harness.ExitFailed {
 				line += ": " + strings.Join(strings.Fields(err.Error()), " ")

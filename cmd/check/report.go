@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -14,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/models/verdict"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -64,7 +64,7 @@ reported beside the verdict, whose exit code stands.`,
 				var pe *history.ParseError
 				switch {
 				case errors.As(err, &pe):
-					return historyErr(filepath.Join(dir, runstore.HistoryFile), err)
+					return historyErr(runstore.Run(dir).History(), err)
 				case errors.Is(err, fs.ErrNotExist):
 					return dataErr("%s%s is not a run directory (it has no history.jsonl; e.g. check report store/latest)", given, dir)
 				}
@@ -73,44 +73,30 @@ reported beside the verdict, whose exit code stands.`,
 			abort, stop := checkSignals()
 			defer stop()
 			start := time.Now()
-			run.Result = models.Check(abort, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
-			run.Result = models.StaleWriteFirst(run.Result, run.Ops)
+			checked := models.Check(abort, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
 			run.CheckTime = time.Since(start)
-			// As the harness does: a run that did not complete, or did not
-			// finish its workload or its final reads, is not valid — and
-			// neither is one whose history shows it did not finish,
-			// whatever its results.json said.
-			run.Result = harness.Settle(run.Result, run.NotFinished(), run.Error, false)
 			min := harness.MinExposuresOf(run.Params)
 			if cmd.Flags().Changed("min-exposures") {
 				min = minExposures
 			}
-			run.Result = harness.Exposed(run.Result, run.Events, harness.RunFactsOf(run.Params, run.Ops, run.Faults, run.End()), min)
-			if abort.Err() != nil && run.Result.Verdict != models.Invalid {
-				run.Result.Verdict, run.Result.Explanation = models.Unknown, context.Cause(abort).Error()
-			}
+			// As the harness does: a run that did not complete, or did not
+			// finish its workload or its final reads, is not valid — and
+			// neither is one whose history shows it did not finish,
+			// whatever its results.json said.
+			x := models.CountExposures(run.Events)
+			run.Result = verdict.Settle(verdict.Run{
+				Check: checked, Ops: run.Ops, Unfinished: run.NotFinished(), Failed: run.Error, Stopped: stopped(abort),
+				Exposures: &x, Facts: harness.RunFactsOf(run.Params, run.Ops, run.Faults, run.End()), MinExposures: min,
+			})
 			if len(run.Events) == 0 && run.HistoryNote == "" {
-				run.Result.Explanation = filepath.Join(dir, runstore.HistoryFile) + " is empty: no events were recorded"
+				run.Result.Explanation = runstore.Run(dir).History() + " is empty: no events were recorded"
 				if run.Error != "" {
 					run.Result.Explanation += "; the run did not complete: " + run.Error
 				}
 			}
 			// The verdict is printed and returned whatever happens to the
 			// files: a file that cannot be written is said beside it.
-			var also []string
-			if err := reports.WriteAll(run); err != nil {
-				also = append(also, fmt.Sprintf("the reports in %s were not all written: %v", dir, err))
-			}
-			if junit != "" {
-				if err := reports.WriteJUnitFile(junit, run); err != nil {
-					also = append(also, fmt.Sprintf("the JUnit file %s was not written: %v", junit, err))
-				}
-			}
-			w := cmd.OutOrStdout()
-			reports.Summary(w, run)
-			for _, a := range also {
-				fmt.Fprintf(w, "also: %s (the verdict above stands)\n", a)
-			}
+			reports.SummaryBeside(cmd.OutOrStdout(), run, reports.WriteOutputs(run, junit, ""))
 			return &exitError{harness.ExitCode(run.Result.Verdict), fmt.Errorf("")}
 		},
 	}
