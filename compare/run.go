@@ -94,6 +94,12 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 			fmt.Fprintf(progress, "compare: %v\n", err)
 		}
 	}()
+	// The tables exist from the start, every cell "not run": a comparison
+	// killed before its first cell is complete still says what it was
+	// (and a shard of it is merged as missing runs, not refused).
+	if err := reports.WriteComparison(dir, c); err != nil {
+		return c, fmt.Errorf("writing the comparison: %w", err)
+	}
 	s := &schedule{sig: sig, m: m, c: c, shard: shard, dir: dir, progress: progress, clusters: clusters, take: take, started: started}
 	if err := s.run(); err != nil {
 		return c, err

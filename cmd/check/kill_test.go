@@ -294,7 +294,7 @@ func TestTruncatedHistoryIsNeverValid(t *testing.T) {
 func TestMergeOfKilledShardIsNeverValid(t *testing.T) {
 	bin := buildCheck(t)
 	shardArgs := []string{"compare", "--backends", "memory", "--storages", "fenced", "--fencing", "all", "--faults", "pause",
-		"--time-limit", "2s", "--lease-ttl", "200ms", "--nemesis-interval", "400ms", "--seed", "3", "--shard", "1/1"}
+		"--time-limit", "2s", "--lease-ttl", "200ms", "--nemesis-interval", "400ms", "--seed", "3", "--shard", "1/1", "--parallel", "1"}
 	root := t.TempDir()
 	whole := filepath.Join(root, "shard-whole")
 	if out, err := exec.Command(bin, append(append([]string{}, shardArgs...), "--store", whole)...).CombinedOutput(); err != nil {
@@ -308,9 +308,9 @@ func TestMergeOfKilledShardIsNeverValid(t *testing.T) {
 		t.Fatalf("merge of the whole shard: exit %d\n%s", code, out)
 	}
 
-	// A shard of two cells killed in the middle of its second run: the
-	// first is merged, the second is missing, none is valid that did
-	// not finish.
+	// A shard of two cells killed in the middle of its second run (one
+	// run at a time): the first is merged, the second is missing, none is
+	// valid that did not finish.
 	killed := filepath.Join(root, "shard-killed")
 	two := append(append([]string{}, shardArgs...), "--store", killed)
 	for i, a := range two {
