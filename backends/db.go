@@ -74,6 +74,15 @@ type Credentialed interface {
 	Credentials() (user, password string)
 }
 
+// BearerAuthed is a DB whose clients present a bearer token over HTTPS
+// to a server with a certificate of its own making (Kubernetes' API
+// server). The harness hands both to clients that are not fencecheck's
+// own (--client) in their init message; like Credentialed's, they never
+// reach the history, reports or logs.
+type BearerAuthed interface {
+	BearerAuth() (token, caPEM string)
+}
+
 // ClientSecreter is a DB whose servers make, at Setup, something every
 // built-in client needs to reach them (a bearer token, the certificate
 // authority of a self-signed serving certificate): the harness puts it in

@@ -90,14 +90,17 @@ type clientTest struct {
 	lines []string
 }
 
-var passwordField = regexp.MustCompile(`"password":"[^"]*"`)
+// secretField is a credential in an init line (a database's password,
+// the API server's bearer token): elided from what client-test prints.
+var secretField = regexp.MustCompile(`"(password|bearer_token)":"[^"]*"`)
 
 func (t *clientTest) record(node string, process int, sent bool, line []byte) {
 	dir := "→" // from the client
 	if sent {
 		dir = "←"
 	}
-	text := passwordField.ReplaceAllString(truncateLine(strings.TrimRight(string(line), "\n")), `"password":"…"`)
+	// Elided before the cut, so a cut cannot leave half a secret.
+	text := truncateLine(secretField.ReplaceAllString(strings.TrimRight(string(line), "\n"), `"$1":"…"`))
 	t.mu.Lock()
 	t.lines = append(t.lines, fmt.Sprintf("%s %s (process %d) %s", dir, node, process, text))
 	t.mu.Unlock()

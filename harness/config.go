@@ -150,7 +150,16 @@ func (c *Config) FencingMode() fenced.Mode { return c.mode }
 // setup is what the backend is told about this test.
 func (c *Config) setup(testID string) registry.Setup {
 	return registry.Setup{Recipe: c.Recipe, ServerVersion: c.ServerVersion, Nodes: c.Nodes, LeaseTTL: c.LeaseTTL,
-		Fencing: c.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay, ClientServers: c.clientServers()}
+		Fencing: c.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay, ClientServers: c.clientServers(), Client: c.clientName()}
+}
+
+// clientName is the --client program's name, "" without one (or before
+// Validate has read its manifest).
+func (c *Config) clientName() string {
+	if c.client == nil {
+		return ""
+	}
+	return c.client.Manifest.Name
 }
 
 // clientServers is the server count a --client run asked for with

@@ -342,6 +342,9 @@ func (s *dockerSystem) initFor(node string, process int) lockclient.Init {
 	if c, ok := s.db.(backends.Credentialed); ok && s.cfg.client != nil {
 		init.Service.User, init.Service.Password = c.Credentials()
 	}
+	if b, ok := s.db.(backends.BearerAuthed); ok && s.cfg.client != nil {
+		init.Service.BearerToken, init.Service.CA = b.BearerAuth()
+	}
 	return init
 }
 

@@ -74,6 +74,12 @@ type Service struct {
 	Servers   []Server `json:"servers"`
 	User      string   `json:"user,omitempty"`
 	Password  string   `json:"password,omitempty"`
+	// BearerToken and CA are for a service reached over HTTPS with a
+	// token (Kubernetes' API server): the token to present as
+	// "Authorization: Bearer", and the PEM certificate to trust, which is
+	// the server's own self-signed one.
+	BearerToken string `json:"bearer_token,omitempty"`
+	CA          string `json:"ca,omitempty"`
 }
 
 // Server is one server of the lock service.

@@ -49,6 +49,10 @@ const (
 type DB struct {
 	TestID   string
 	LeaseTTL time.Duration
+	// Client is the --client program's name, "" when fencecheck's own
+	// agents run the election: the report then names the program, not
+	// client-go's durations it does not choose.
+	Client string
 
 	etcd      *etcd.DB
 	arch      string
@@ -198,12 +202,20 @@ func (d *DB) Primary(ctx context.Context, c *compose.Cluster) (string, error) {
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
 func (d *DB) Info() map[string]string {
-	t := TimingFor(d.LeaseTTL)
+	election := TimingFor(d.LeaseTTL).String()
+	if d.Client != "" {
+		election = clientNote(d.Client)
+	}
 	return map[string]string{
 		"lock service": fmt.Sprintf("kube-apiserver %s (compiled from the Go module proxy) on %s, in front of etcd %s on %s",
 			compose.KubeAPIServerVersion, d.apiserver, compose.EtcdImageVersion, strings.Join(d.etcdNodes, ", ")),
-		"leader election": t.String(),
+		"leader election": election,
 	}
+}
+
+// clientNote says who runs the election in a --client run.
+func clientNote(name string) string {
+	return fmt.Sprintf("run by client %s itself, with its own durations (its init says lease_ttl_ms and gives it the API server's URL, a bearer token and the certificate to trust)", name)
 }
 
 // ClientSecret is the token and certificate the clients need, as JSON
@@ -214,6 +226,15 @@ func (d *DB) ClientSecret() string {
 	}
 	b, _ := json.Marshal(clientSecret{Token: d.sec.Token, CA: string(d.sec.CertPEM)})
 	return string(b)
+}
+
+// BearerAuth is the token and the certificate to trust, for a --client
+// program's init (service.bearer_token, service.ca).
+func (d *DB) BearerAuth() (token, caPEM string) {
+	if d.sec == nil {
+		return "", ""
+	}
+	return d.sec.Token, string(d.sec.CertPEM)
 }
 
 // clientSecret is ClientSpec.ServiceSecret's content.

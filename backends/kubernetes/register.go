@@ -22,12 +22,16 @@ func init() {
 		NoClockFaults: "client-go's leader election judges a Lease's expiry by its own observation time on the monotonic clock, in a static Go binary " +
 			"(libfaketime cannot be preloaded into it), and the API server and etcd are static Go binaries too: no clock fault reaches any judgement of expiry here",
 		NoExpiredGrants: "client-go takes a Lease over only by an Update conditional on the resourceVersion it read, and the token is read back showing this client as holder: a grant on an expired lease cannot be told from a fresh one",
-		ClosedToClients: "a --client program for kubernetes needs the API server's URL, token and certificate in its init message, which is not built yet",
 		AllEndpoints:    "there is one API server; the etcd members behind it are not the lock service's endpoints",
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
-			return NewDB(s.TestID, s.LeaseTTL), EtcdMembers + 1, nil
+			db := NewDB(s.TestID, s.LeaseTTL)
+			db.Client = s.Client
+			return db, EtcdMembers + 1, nil
 		},
 		Notes: func(s registry.Setup) []string {
+			if s.Client != "" {
+				return []string{clientNote(s.Client)}
+			}
 			return []string{TimingFor(s.LeaseTTL).String()}
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {

@@ -46,6 +46,11 @@ type Setup struct {
 	// count otherwise follows its recipe (Info.ClientNodes): the servers
 	// the program asked for. 0: the backend's own count.
 	ClientServers int
+	// Client is the --client program's name ("" when fencecheck's own
+	// agents are the clients): a backend whose notes describe its own
+	// recipe's settings then leaves them out, since the program picks its
+	// own.
+	Client string
 	// TestID labels a Docker run's objects ("" when only asked for the
 	// server count).
 	TestID string

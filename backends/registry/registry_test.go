@@ -68,7 +68,7 @@ func TestCapabilities(t *testing.T) {
 	if got := registry.DefaultBackend(); got != "memory" {
 		t.Errorf("DefaultBackend() = %q, want the one that runs in process (memory)", got)
 	}
-	if got := registry.OpenToClients(); !slices.Equal(got, []string{"etcd", "postgres", "redis", "zookeeper"}) {
+	if got := registry.OpenToClients(); !slices.Equal(got, []string{"etcd", "kubernetes", "postgres", "redis", "zookeeper"}) {
 		t.Errorf("OpenToClients() = %v", got)
 	}
 	if got := registry.OrList([]string{"a", "b", "c"}); got != "a, b or c" {
