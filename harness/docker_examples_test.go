@@ -73,3 +73,14 @@ func TestDockerExampleRedisPy(t *testing.T) {
 	exampleClientTest(t, "redis-py", "redis")
 	exampleRun(t, "redis-py", "redis", "all", models.Invalid)
 }
+
+// client-go's leader election (LeaseLock) on Kubernetes, the Lease's
+// leaseTransitions + 1 as the token: client-test accepts it, given the
+// API server's URL, token and certificate in init; and, like the
+// built-in recipe, a leader frozen after its last IsLeader() writes late,
+// accepted unfenced. Fenced is not run here: the token is the built-in
+// recipe's, whose fenced run TestDockerKubernetesFenced… makes.
+func TestDockerExampleClientGo(t *testing.T) {
+	exampleClientTest(t, "client-go", "kubernetes")
+	exampleRun(t, "client-go", "kubernetes", "none", models.Invalid)
+}

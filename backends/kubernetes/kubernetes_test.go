@@ -91,3 +91,28 @@ func TestSecretsAreFreshAndCoverTheNode(t *testing.T) {
 		t.Error("the certificate covers another node")
 	}
 }
+
+// A --client program is given the token and the certificate the API
+// server was started with, and the report says the program, not
+// fencecheck's 15/10/2 derivation, runs the election.
+func TestClientProgramGetsTheServersTokenAndCertificate(t *testing.T) {
+	d := NewDB("t1", 2*time.Second)
+	if tok, ca := d.BearerAuth(); tok != "" || ca != "" {
+		t.Errorf("before Setup: BearerAuth() = %q, %q; want nothing", tok, ca)
+	}
+	sec, err := newSecrets("n4", "10.0.0.4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.sec, d.Client = sec, "client-go"
+	tok, ca := d.BearerAuth()
+	if tok != sec.Token || ca != string(sec.CertPEM) {
+		t.Errorf("BearerAuth() is not the server's token and certificate")
+	}
+	if b, _ := pem.Decode([]byte(ca)); b == nil || b.Type != "CERTIFICATE" {
+		t.Errorf("the CA is not a PEM certificate: %.60q", ca)
+	}
+	if got := d.Info()["leader election"]; !strings.Contains(got, "client client-go") || strings.Contains(got, "RenewDeadline") {
+		t.Errorf("a --client run's leader election line: %q", got)
+	}
+}
