@@ -1,27 +1,22 @@
 // Package backends defines what a lock service and its protected resource
 // offer the harness: a Client that a single logical process drives through
-// acquire → read → write → release, and the rules that turn a client's
-// errors into Jepsen's ok / fail / info honestly, and the lease
-// bookkeeping every recipe shares (Leases, Grant: lease.go). Each lock
+// acquire → read → write → release (whose errors lockclient.Outcome, the
+// one rule for users' clients and these alike, turns into Jepsen's ok /
+// fail / info honestly), and the lease bookkeeping every recipe shares (Leases, Grant: lease.go). Each lock
 // service is one package below this one; none of them knows about
 // histories or faults, and none keeps its own table of held locks.
 package backends
 
-import (
-	"context"
-	"errors"
-	"fmt"
-
-	"github.com/fencecheck/fencecheck/history"
-)
+import "context"
 
 // Client is one process's view of a lock service and the storage it guards.
 // A Client is used by one goroutine at a time; its methods block.
 //
-// Errors decide the op's outcome: nil is ok; ErrFenced or any error wrapped
-// by Definite is fail (it certainly did not happen); anything else is info
-// (the outcome is unknown), after which the harness retires the process and
-// opens a fresh Client.
+// Errors decide the op's outcome by lockclient.Outcome, the one rule for
+// every client: nil is ok; lockclient.ErrFenced or any error wrapped by
+// lockclient.Fail is fail (it certainly did not happen); anything else is
+// info (the outcome is unknown), after which the harness retires the
+// process and opens a fresh Client.
 type Client interface {
 	// Acquire blocks until the lock on key is held and returns its fencing
 	// token (0 when the recipe has none).
@@ -46,46 +41,6 @@ type LockFreeReader interface {
 	ReadLockFree(ctx context.Context, key string) (int64, error)
 }
 
-// ErrFenced is the storage refusing a stale token.
-var ErrFenced = errors.New(history.ErrFenced)
-
-// ErrLeaseLost is a client that knows its lease is gone and so does not
-// send the op at all.
-var ErrLeaseLost = Definite(errors.New("lease-lost"))
-
-// definite marks an error whose op certainly did not take effect.
-type definite struct{ err error }
-
-func (d definite) Error() string { return d.err.Error() }
-func (d definite) Unwrap() error { return d.err }
-
-// Definite marks err as a certain failure: the op did not take effect.
-func Definite(err error) error {
-	if err == nil {
-		return nil
-	}
-	return definite{err}
-}
-
-// Definitef is Definite(fmt.Errorf(...)).
-func Definitef(format string, args ...any) error { return definite{fmt.Errorf(format, args...)} }
-
-// Outcome maps a client's error to the op's completion type and the error
-// text the history records.
-func Outcome(err error) (history.Type, string) {
-	if err == nil {
-		return history.OK, ""
-	}
-	if errors.Is(err, ErrFenced) {
-		return history.Fail, history.ErrFenced
-	}
-	var d definite
-	if errors.As(err, &d) {
-		return history.Fail, err.Error()
-	}
-	return history.Info, err.Error()
-}
-
 // failpointKey carries a failpoint hook in a context.
 type failpointKey struct{}
 
@@ -97,7 +52,7 @@ func WithFailpoint(ctx context.Context, hook func(name string)) context.Context 
 
 // Failpoint marks a point in a recipe where a fault can be injected
 // precisely, as etcd's robustness tests do with gofail. Every recipe's
-// writes pass Failpoint(ctx, FailpointWriteChecked) (in fenced.Guard, the
+// writes pass Failpoint(ctx, lockclient.FailpointWriteChecked) (in fenced.Guard, the
 // one place) after the last check that the lease is still held and before
 // the write leaves the client: the gap in
 // which a paused holder does its damage (it wakes after its lease ran out
@@ -107,10 +62,6 @@ func Failpoint(ctx context.Context, name string) {
 		hook(name)
 	}
 }
-
-// FailpointWriteChecked is the point between a client's lease check and
-// its write leaving for the storage.
-const FailpointWriteChecked = "write-checked"
 
 // FailpointHook is the hook ctx carries, or nil: for clients that run a
 // recipe elsewhere (an agent) and pass the failpoint on.

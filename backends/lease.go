@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Lease is one lock a client holds, as its bookkeeping sees it.
@@ -30,7 +32,7 @@ type Leases[L Lease] struct {
 // sent.
 func (s *Leases[L]) Free(key string) error {
 	if _, ok := s.Get(key); ok {
-		return Definitef("already holding %s", key)
+		return lockclient.Failf("already holding %s", key)
 	}
 	return nil
 }
@@ -54,13 +56,13 @@ func (s *Leases[L]) Get(key string) (L, bool) {
 }
 
 // Current is the lock on key granted with token, while the client still
-// believes it holds it; otherwise ErrLeaseLost: the client held no lock on
+// believes it holds it; otherwise lockclient.ErrLeaseLost: the client held no lock on
 // key, or held it with another token, or has learnt the lease is gone.
 func (s *Leases[L]) Current(key string, token uint64) (L, error) {
 	l, ok := s.Get(key)
 	if !ok || l.Token() != token || l.Lost() {
 		var none L
-		return none, ErrLeaseLost
+		return none, lockclient.ErrLeaseLost
 	}
 	return l, nil
 }
@@ -78,7 +80,7 @@ func (s *Leases[L]) Take(key string) (L, error) {
 	defer s.mu.Unlock()
 	l, ok := s.held[key]
 	if !ok {
-		return l, Definitef("release of %s without holding it", key)
+		return l, lockclient.Failf("release of %s without holding it", key)
 	}
 	delete(s.held, key)
 	return l, nil

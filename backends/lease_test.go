@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 func TestLeasesBookkeeping(t *testing.T) {
@@ -16,19 +16,19 @@ func TestLeasesBookkeeping(t *testing.T) {
 	if err := ls.Free("k"); err != nil {
 		t.Fatalf("Free on an empty client: %v", err)
 	}
-	if err := ls.Check("k", 1); !errors.Is(err, backends.ErrLeaseLost) {
+	if err := ls.Check("k", 1); !errors.Is(err, lockclient.ErrLeaseLost) {
 		t.Fatalf("Check without a lease: %v, want lease-lost", err)
 	}
 	g := backends.NewGrant(7)
 	ls.Put("k", g)
 	err := ls.Free("k")
-	if typ, text := backends.Outcome(err); typ != history.Fail || text != "already holding k" {
+	if typ, text := lockclient.Outcome(err); typ != lockclient.TypeFail || text != "already holding k" {
 		t.Fatalf("Free while holding: %v %q, want fail \"already holding k\"", typ, text)
 	}
 	if err := ls.Check("k", 7); err != nil {
 		t.Fatalf("Check of the held lease: %v", err)
 	}
-	if err := ls.Check("k", 6); !errors.Is(err, backends.ErrLeaseLost) {
+	if err := ls.Check("k", 6); !errors.Is(err, lockclient.ErrLeaseLost) {
 		t.Fatalf("Check with another token: %v, want lease-lost", err)
 	}
 	got, err := ls.Take("k")
@@ -36,7 +36,7 @@ func TestLeasesBookkeeping(t *testing.T) {
 		t.Fatalf("Take: %v %v", got, err)
 	}
 	_, err = ls.Take("k")
-	if typ, text := backends.Outcome(err); typ != history.Fail || text != "release of k without holding it" {
+	if typ, text := lockclient.Outcome(err); typ != lockclient.TypeFail || text != "release of k without holding it" {
 		t.Fatalf("second Take: %v %q, want fail \"release of k without holding it\"", typ, text)
 	}
 	ls.Put("a", backends.NewGrant(1))
@@ -62,7 +62,7 @@ func TestGrantKeepAliveLearnsTheLoss(t *testing.T) {
 	if !g.Lost() {
 		t.Fatal("the grant never learnt that its lease was lost")
 	}
-	if err := ls.Check("k", 3); !errors.Is(err, backends.ErrLeaseLost) {
+	if err := ls.Check("k", 3); !errors.Is(err, lockclient.ErrLeaseLost) {
 		t.Fatalf("Check of a lost lease: %v, want lease-lost", err)
 	}
 	g.Stop() // returns: the keepalive has ended

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"syscall"
 	"time"
+
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // HTTPError is a JSON error body of the small HTTP services fencecheck runs
@@ -28,11 +30,11 @@ type HTTPError struct {
 func PostJSON(ctx context.Context, hc *http.Client, url string, in, out any) error {
 	body, err := json.Marshal(in)
 	if err != nil {
-		return Definite(err)
+		return lockclient.Fail(err)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return Definite(err)
+		return lockclient.Fail(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if dl, ok := ctx.Deadline(); ok {
@@ -43,7 +45,7 @@ func PostJSON(ctx context.Context, hc *http.Client, url string, in, out any) err
 	resp, err := hc.Do(req)
 	if err != nil {
 		if NeverSent(err) {
-			return Definite(err)
+			return lockclient.Fail(err)
 		}
 		return err
 	}
@@ -57,11 +59,11 @@ func PostJSON(ctx context.Context, hc *http.Client, url string, in, out any) err
 		if json.Unmarshal(data, &he) != nil || he.Error == "" {
 			return fmt.Errorf("server answered %s", resp.Status)
 		}
-		if he.Error == ErrFenced.Error() {
-			return ErrFenced
+		if he.Error == lockclient.ErrorFenced {
+			return lockclient.ErrFenced
 		}
 		if he.Definite {
-			return Definite(errors.New(he.Error))
+			return lockclient.Fail(errors.New(he.Error))
 		}
 		return errors.New(he.Error)
 	}
@@ -99,8 +101,8 @@ func ServerDeadline(r *http.Request) (context.Context, context.CancelFunc) {
 func WriteJSON(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")
 	if err != nil {
-		var d definite
-		he := HTTPError{Error: err.Error(), Definite: errors.As(err, &d) || errors.Is(err, ErrFenced)}
+		typ, _ := lockclient.Outcome(err)
+		he := HTTPError{Error: err.Error(), Definite: typ == lockclient.TypeFail}
 		w.WriteHeader(http.StatusConflict)
 		json.NewEncoder(w).Encode(he)
 		return

@@ -14,7 +14,6 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness/agent"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -141,7 +140,7 @@ func outcome(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	typ, text := backends.Outcome(err)
+	typ, text := lockclient.Outcome(err)
 	return fmt.Sprintf("%s %q", typ, text)
 }
 
@@ -312,7 +311,7 @@ func (t *clientTest) twoProcesses(s *clientSession) {
 			return fmt.Sprintf("want fail or info before the op's deadline (timeout_ms, here about %s), got no answer in %s: %v",
 				d-d/10, time.Since(start).Round(time.Millisecond), err)
 		}
-		if typ, _ := backends.Outcome(err); typ == history.Info {
+		if typ, _ := lockclient.Outcome(err); typ == lockclient.TypeInfo {
 			s.second.Close() // unknown: retired, as a run retires it
 		}
 		return ""

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -107,7 +108,7 @@ func TestDockerPostgresUnfencedLeaseUnderHolderPauseIsInvalid(t *testing.T) {
 func TestDockerPostgresFencedLeaseUnderHolderPauseIsValid(t *testing.T) {
 	out := runDocker(t, postgresConfig(t, "lease", "all", "pause-holder"))
 	wantDocker(t, out, models.Valid)
-	if n := completions(t, out, history.Fail, history.ErrFenced); n == 0 {
+	if n := completions(t, out, history.Fail, lockclient.ErrorFenced); n == 0 {
 		t.Errorf("no op was fenced: the pauses never made a stale holder")
 	}
 }
@@ -129,7 +130,7 @@ func TestDockerPostgresStorageUnderHolderPause(t *testing.T) {
 		cfg.Storage = "postgres"
 		out := runDocker(t, cfg)
 		wantDocker(t, out, models.Valid)
-		if n := completions(t, out, history.Fail, history.ErrFenced); n == 0 {
+		if n := completions(t, out, history.Fail, lockclient.ErrorFenced); n == 0 {
 			t.Errorf("no op was fenced: the pauses never made a stale holder")
 		}
 		noSecretIn(t, out.Dir)
@@ -154,7 +155,7 @@ func TestDockerPostgresAdvisoryUnderHolderPause(t *testing.T) {
 				t.Errorf("the server never ended an idle session: the pauses did not outlast idle_session_timeout")
 			}
 			if c.recipe == "advisory" {
-				if n := completions(t, out, history.Fail, history.ErrFenced); n == 0 {
+				if n := completions(t, out, history.Fail, lockclient.ErrorFenced); n == 0 {
 					t.Errorf("no op was fenced: the pauses never made a stale holder")
 				}
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/redis"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -36,7 +37,7 @@ func fencedOps(t *testing.T, out *Outcome) int {
 	}
 	n := 0
 	for _, e := range events {
-		if !e.IsNemesis() && e.Type == history.Fail && e.Error == history.ErrFenced {
+		if !e.IsNemesis() && e.Type == history.Fail && e.Error == lockclient.ErrorFenced {
 			n++
 		}
 	}

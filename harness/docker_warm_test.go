@@ -10,6 +10,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/redis"
 	"github.com/fencecheck/fencecheck/compose"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -34,7 +35,7 @@ func summarizeWarm(t *testing.T, out *Outcome) warmRun {
 			continue
 		}
 		switch {
-		case e.Type == history.Fail && e.Error == history.ErrFenced:
+		case e.Type == history.Fail && e.Error == lockclient.ErrorFenced:
 			w.fenced++
 		case e.Type != history.OK:
 		case e.F == "acquire":

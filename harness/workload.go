@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -60,7 +61,8 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	deadline, _ := ctx.Deadline()
 	timedOut := ctx.Err() == context.DeadlineExceeded
 	cancel()
-	typ, msg := backends.Outcome(err)
+	answer, msg := lockclient.Outcome(err)
+	typ := history.Type(answer) // the answer's type is the history's
 	if typ == history.Info && (timedOut || nearDeadline(msg, deadline, timeout)) {
 		msg = fmt.Sprintf("no answer within %s %s, so the outcome is unknown: %s", timeoutFlag, timeout, msg)
 	}

@@ -7,7 +7,9 @@
 // rules every reader of a history must share: when an op ended (Op.Ended)
 // and how a history time is printed (Seconds). It must never depend on
 // any of those packages, and it knows nothing about locks beyond the names of
-// the operations.
+// the operations. The words a completion's error is read for ("fenced",
+// "lease-lost") and the monotonic clock a client's readings are taken on
+// are the client protocol's (lockclient), whose answers a history records.
 package history
 
 import (
@@ -44,13 +46,10 @@ const (
 	Release = "release"
 )
 
-// ErrFenced is the error a fail carries when the storage refused a stale token.
-const ErrFenced = "fenced"
-
 // ErrGuardFailed is the error a fail carries when a resource kept in the
 // lock service itself (--storage etcd) refused a write or read whose
 // guard — "the lock is still mine" — no longer held: the lock service's
-// own fence. Unlike ErrFenced it carries no token comparison, so the
+// own fence. Unlike lockclient.ErrorFenced it carries no token comparison, so the
 // model does not place it; it counts as a refusal wherever refusals of
 // late ops are counted.
 const ErrGuardFailed = "guard-failed"

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // The example from docs/history.md parses and keeps every field.
@@ -30,7 +32,7 @@ func TestExampleRoundTrips(t *testing.T) {
 	if len(events) != 7 {
 		t.Fatalf("%d events", len(events))
 	}
-	if events[1].Token != 34 || *events[3].Value != 5 || *events[4].Prev != 5 || events[5].Error != ErrFenced {
+	if events[1].Token != 34 || *events[3].Value != 5 || *events[4].Prev != 5 || events[5].Error != lockclient.ErrorFenced {
 		t.Errorf("fields lost: %+v", events)
 	}
 	if !events[6].IsNemesis() || events[6].Nodes[0] != "c3" {
@@ -59,7 +61,7 @@ func TestExampleRoundTrips(t *testing.T) {
 func TestPairOps(t *testing.T) {
 	events, _ := Parse(strings.NewReader(example))
 	ops, faults := Pair(events)
-	if len(ops) != 3 || ops[0].Token != 34 || ops[1].Value == nil || *ops[1].Value != 5 || ops[2].Error != ErrFenced {
+	if len(ops) != 3 || ops[0].Token != 34 || ops[1].Value == nil || *ops[1].Value != 5 || ops[2].Error != lockclient.ErrorFenced {
 		t.Fatalf("ops %+v", ops)
 	}
 	if len(faults) != 1 || faults[0].F != "pause" {
@@ -162,7 +164,7 @@ func TestRecorderClampsClientReadings(t *testing.T) {
 	if done.Return != done.Time || done.Call != inv.Time+1 {
 		t.Fatalf("call %d return %d time %d", done.Call, done.Return, done.Time)
 	}
-	if now, ok := Monotonic(); ok {
+	if now, ok := lockclient.Monotonic(); ok {
 		if at, ok := r.FromMonotonic(now); !ok || at < done.Time || at > r.Now() {
 			t.Fatalf("FromMonotonic(%d) = %d, want within [%d, %d]", now, at, done.Time, r.Now())
 		}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Recorder stamps events with one monotonic clock and streams them to a
@@ -33,11 +35,11 @@ type Counts struct {
 // NewRecorder starts the test's clock now and writes to w.
 func NewRecorder(w io.Writer) *Recorder {
 	start := time.Now()
-	mono0, _ := Monotonic()
+	mono0, _ := lockclient.Monotonic()
 	return &Recorder{start: start, mono0: mono0, sink: w}
 }
 
-// FromMonotonic places a CLOCK_MONOTONIC reading (see Monotonic), taken
+// FromMonotonic places a CLOCK_MONOTONIC reading (see lockclient.Monotonic), taken
 // by any process on this kernel, on the test's timeline. It is exact to
 // within the few nanoseconds between the two clock reads at start, which
 // Record's clamping absorbs.
@@ -55,7 +57,7 @@ func (r *Recorder) FromMonotonic(ns int64) (int64, bool) {
 // placed every client reading that moment too early (CI saw 10 µs).
 func (r *Recorder) Now() int64 {
 	if r.mono0 != 0 {
-		if ns, ok := Monotonic(); ok {
+		if ns, ok := lockclient.Monotonic(); ok {
 			return ns - r.mono0
 		}
 	}

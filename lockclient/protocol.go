@@ -5,6 +5,14 @@
 // harness's own agent (`check agent`) is one such client, and the harness
 // reads the same messages on its side.
 //
+// It is also the one owner of the words an op ends in, for fencecheck as a
+// whole: the rule that turns a client's error into ok, fail or info
+// (Outcome, outcome.go), the error texts "fenced" and "lease-lost", the
+// checkpoint "write-checked" and the monotonic clock answers are stamped
+// on. The built-in clients (backends), the harness's agent and the
+// history use them from here, because this package sits below all of
+// them.
+//
 // It is for users' programs, so it depends on the standard library alone
 // (and golang.org/x/sys for the monotonic clock). It never decides an op's
 // outcome for the client: an error is info unless the client marks it
@@ -49,8 +57,15 @@ const (
 // last lease check and before it leaves for the storage.
 const FailpointWriteChecked = "write-checked"
 
-// ErrorFenced is the error text of an op the storage refused for its token.
-const ErrorFenced = "fenced"
+// The error texts of a fail that fencecheck itself reads, in answers and
+// in the history (docs/history.md) alike.
+const (
+	// ErrorFenced: the storage refused the op for its token.
+	ErrorFenced = "fenced"
+	// ErrorLeaseLost: the client knew its lease was gone and never sent
+	// the op.
+	ErrorLeaseLost = "lease-lost"
+)
 
 // Init is the first line fencecheck sends.
 type Init struct {

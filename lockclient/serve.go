@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Client is one process's lock client: the code under test. Serve calls
@@ -44,49 +42,6 @@ type LockFreeReader interface {
 	ReadLockFree(ctx context.Context, key string) (int64, error)
 }
 
-// ErrFenced is the storage refusing a token: answered fail "fenced".
-var ErrFenced = errors.New(ErrorFenced)
-
-type definite struct{ err error }
-
-func (d definite) Error() string { return d.err.Error() }
-func (d definite) Unwrap() error { return d.err }
-
-// Fail marks err as definite: the op certainly did not take effect.
-func Fail(err error) error {
-	if err == nil {
-		return nil
-	}
-	return definite{err}
-}
-
-// Failf is Fail(fmt.Errorf(...)).
-func Failf(format string, args ...any) error { return definite{fmt.Errorf(format, args...)} }
-
-// Outcome is the answer type and error text for a client's error.
-func Outcome(err error) (typ, text string) {
-	var d definite
-	switch {
-	case err == nil:
-		return TypeOK, ""
-	case errors.Is(err, ErrFenced):
-		return TypeFail, ErrorFenced
-	case errors.As(err, &d):
-		return TypeFail, err.Error()
-	}
-	return TypeInfo, err.Error()
-}
-
-// Monotonic reads CLOCK_MONOTONIC in nanoseconds; ok is false where it
-// cannot be read.
-func Monotonic() (ns int64, ok bool) {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0, false
-	}
-	return ts.Nano(), true
-}
-
 // OpenTimeout is how long a client has to open and answer ready.
 const OpenTimeout = 30 * time.Second
 
@@ -111,7 +66,7 @@ func Serve(in io.Reader, out io.Writer, c Client) error {
 	}
 	var init Init
 	if err := json.Unmarshal(sc.Bytes(), &init); err != nil || init.Type != TypeInit {
-		reason := fmt.Sprintf("the first line is not an init message: %q", truncate(sc.Bytes()))
+		reason := fmt.Sprintf("the first line is not an init message: %q", Excerpt(sc.Bytes()))
 		send(Hello{Type: TypeRefuse, Protocol: Version, Error: reason})
 		return errors.New(reason)
 	}
@@ -133,7 +88,7 @@ func Serve(in io.Reader, out io.Writer, c Client) error {
 	for sc.Scan() {
 		var req Request
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
-			return fmt.Errorf("malformed request %q: %w", truncate(sc.Bytes()), err)
+			return fmt.Errorf("malformed request %q: %w", Excerpt(sc.Bytes()), err)
 		}
 		if req.F == OpClock {
 			now, ok := Monotonic()
@@ -216,7 +171,9 @@ func execute(c Client, req Request, stop func(name string, cancel func())) (ans 
 	return ans
 }
 
-func truncate(b []byte) string {
+// Excerpt is the start of a protocol line (at most 200 bytes), for an
+// error message that quotes it with %q.
+func Excerpt(b []byte) string {
 	if len(b) > 200 {
 		return string(b[:200]) + "…"
 	}

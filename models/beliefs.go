@@ -4,11 +4,8 @@ import (
 	"sort"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
-
-// ErrLeaseLost is the error of an op a client refused because it knew its
-// lease was gone (docs/history.md).
-const ErrLeaseLost = "lease-lost"
 
 // Belief is an interval in which a process believed it held a key's lease:
 // from the completion of its ok acquire to the invocation of its release,
@@ -66,7 +63,7 @@ func Beliefs(ops []history.Op, end int64) []Belief {
 		switch {
 		case o.F == history.Release:
 			out[j].End = o.Call
-		case o.Error == ErrLeaseLost:
+		case o.Error == lockclient.ErrorLeaseLost:
 			out[j].End = o.Ended()
 		case o.Type == history.Info:
 			if o.Done > 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // A verdict says whether a recipe is unsafe; the damage says how unsafe:
@@ -274,7 +275,7 @@ func ComputeDamage(ops []history.Op) Damage {
 		if o.F == history.Acquire && o.Type == history.OK && o.Token != 0 {
 			tokens = true
 		}
-		if (o.F == history.Read || o.F == history.Write) && o.Type == history.Fail && o.Error == history.ErrFenced {
+		if (o.F == history.Read || o.F == history.Write) && o.Type == history.Fail && o.Error == lockclient.ErrorFenced {
 			a.d.StaleRefused++
 		}
 		if (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && !o.LockFree {

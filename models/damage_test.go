@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 func (b *builder) release(p int) {
@@ -143,7 +144,7 @@ func TestDamageFencedWriteIsRefusedNotLost(t *testing.T) {
 	b.acquire(1, 2)
 	b.read(1, 2, 1)
 	b.section(2, 3, 1)
-	b.write(1, 2, 1, 2, history.Fail, history.ErrFenced)
+	b.write(1, 2, 1, 2, history.Fail, lockclient.ErrorFenced)
 	b.release(1)
 	b.finalRead(9, 4, 2)
 	d := b.damage(t)

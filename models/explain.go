@@ -7,6 +7,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // traced is a storage state with the ops that last moved its fence and its
@@ -157,7 +158,7 @@ func sentence(o *history.Op, s traced) string {
 	case o.F == history.Read && o.Type == history.OK && o.Value != nil && *o.Value != s.value:
 		return fmt.Sprintf("process %d read %d with token %d at %s, but the storage held %d (written by %s)",
 			o.Process, *o.Value, o.Token, secs(o.Return), s.value, who(s.valueBy))
-	case o.Type == history.Fail && o.Error == history.ErrFenced:
+	case o.Type == history.Fail && o.Error == lockclient.ErrorFenced:
 		return fmt.Sprintf("the storage refused process %d's %s with token %d as fenced at %s, though the highest token admitted was %d: the storage fenced a current holder",
 			o.Process, o.F, o.Token, secs(o.Return), s.fence)
 	}

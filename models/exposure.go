@@ -8,6 +8,7 @@ import (
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/binomial"
 	"github.com/fencecheck/fencecheck/internal/words"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // A verdict of valid means something only if safety was at stake. An
@@ -255,14 +256,14 @@ func (c *ExposureCounter) storageOp(ke *keyExposure, op pendingOp, e history.Eve
 	if t == nil {
 		return // not under a lease (a final read has its own acquire)
 	}
-	fenced := e.Type == history.Fail && (e.Error == history.ErrFenced || e.Error == history.ErrGuardFailed)
-	lost := e.Type == history.Fail && e.Error == ErrLeaseLost
+	fenced := e.Type == history.Fail && (e.Error == lockclient.ErrorFenced || e.Error == history.ErrGuardFailed)
+	lost := e.Type == history.Fail && e.Error == lockclient.ErrorLeaseLost
 	if t.superseded || fenced || lost {
 		var out ExposureOutcome
 		switch {
 		case fenced:
 			out = ExposureRefused
-		case e.Type == history.Fail && e.Error == ErrLeaseLost:
+		case e.Type == history.Fail && e.Error == lockclient.ErrorLeaseLost:
 			out = ExposureNotSent
 		case e.Type == history.Info:
 			out = ExposureUnknown
@@ -279,7 +280,7 @@ func (c *ExposureCounter) storageOp(ke *keyExposure, op pendingOp, e history.Eve
 	if e.Type == history.OK && (!ke.anyOK || t.rank.newer(ke.admitted)) {
 		ke.admitted, ke.anyOK = t.rank, true
 	}
-	if e.Type == history.Info || (e.Type == history.Fail && e.Error == ErrLeaseLost) {
+	if e.Type == history.Info || (e.Type == history.Fail && e.Error == lockclient.ErrorLeaseLost) {
 		c.close(ke, e.Process)
 	}
 }

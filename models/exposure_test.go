@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 func (b *builder) exposures(t *testing.T) Exposures {
@@ -64,7 +65,7 @@ func TestStaleWriteRefusedIsAnExposure(t *testing.T) {
 	b.acquire(2, 3)
 	b.read(2, 3, 1)
 	b.section(3, 4, 1)
-	b.write(2, 3, 1, 2, history.Fail, history.ErrFenced)
+	b.write(2, 3, 1, 2, history.Fail, lockclient.ErrorFenced)
 	b.release(2)
 	b.section(4, 5, 2)
 	b.finalRead(9, 6, 3)
@@ -85,7 +86,7 @@ func TestLeaseLostAfterSuccessorIsNotSent(t *testing.T) {
 	b.read(2, 3, 0)
 	b.section(3, 4, 0)
 	b.invoke(2, history.Write, 3, history.Int64(0), history.Int64(1))
-	b.complete(2, history.Fail, 3, nil, ErrLeaseLost)
+	b.complete(2, history.Fail, 3, nil, lockclient.ErrorLeaseLost)
 	b.finalRead(9, 6, 1)
 	x := b.exposures(t)
 	wantCounts(t, x.ExposureCounts, ExposureCounts{Exposures: 1, NotSent: 1})
@@ -143,7 +144,7 @@ func TestGrantBelowAnOpenTokenIsStaleAtOnce(t *testing.T) {
 	b.read(2, 0, 0)
 	b.write(1, 5, 0, 1, history.OK, "")
 	b.release(1)
-	b.write(2, 0, 0, 1, history.Fail, history.ErrFenced)
+	b.write(2, 0, 0, 1, history.Fail, lockclient.ErrorFenced)
 	b.release(2)
 	b.finalRead(9, 6, 1)
 	x := b.exposures(t)
@@ -218,7 +219,7 @@ func TestLeaseLostWithoutSuccessorIsNotSent(t *testing.T) {
 	b.acquire(1, 1)
 	b.read(1, 1, 0)
 	b.invoke(1, history.Write, 1, history.Int64(0), history.Int64(1))
-	b.complete(1, history.Fail, 1, nil, ErrLeaseLost)
+	b.complete(1, history.Fail, 1, nil, lockclient.ErrorLeaseLost)
 	b.section(2, 2, 0)
 	b.finalRead(9, 3, 1)
 	x := b.exposures(t)

@@ -11,6 +11,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // reg is the storage side of one key: the value and the highest token the
@@ -64,7 +65,7 @@ func stepReg(s reg, o *history.Op, into regs) regs {
 			}
 			return append(into, s)
 		case history.Fail:
-			if o.Error == history.ErrFenced && admit {
+			if o.Error == lockclient.ErrorFenced && admit {
 				return into
 			}
 			return append(into, s)
@@ -85,7 +86,7 @@ func stepReg(s reg, o *history.Op, into regs) regs {
 			}
 			return append(into, reg{value: *o.Value, fence: t})
 		case history.Fail:
-			if o.Error == history.ErrFenced && admit {
+			if o.Error == lockclient.ErrorFenced && admit {
 				return into
 			}
 			return append(into, s)
@@ -124,7 +125,7 @@ func Relevant(o *history.Op) bool {
 	case history.Acquire:
 		return o.Type == history.OK && o.Token != 0
 	case history.Read, history.Write:
-		return !(o.Type == history.Fail && o.Error != history.ErrFenced)
+		return !(o.Type == history.Fail && o.Error != lockclient.ErrorFenced)
 	}
 	return false
 }

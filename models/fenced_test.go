@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // builder writes hand-made histories: each call is one event at the next
@@ -114,7 +115,7 @@ func TestPausedHolderStaleWriteFencedIsValid(t *testing.T) {
 	b.acquire(2, 34)
 	b.read(2, 34, 0)
 	b.write(2, 34, 0, 1, history.OK, "")
-	b.write(1, 33, 0, 1, history.Fail, history.ErrFenced)
+	b.write(1, 33, 0, 1, history.Fail, lockclient.ErrorFenced)
 	wantVerdict(t, b.check(t), Valid)
 }
 
@@ -123,7 +124,7 @@ func TestFencedFailOfCurrentTokenIsInvalid(t *testing.T) {
 	b := newBuilder()
 	b.acquire(1, 1)
 	b.read(1, 1, 0)
-	b.write(1, 1, 0, 1, history.Fail, history.ErrFenced)
+	b.write(1, 1, 0, 1, history.Fail, lockclient.ErrorFenced)
 	r := b.check(t)
 	wantVerdict(t, r, Invalid)
 	if !strings.Contains(r.Explanation, "fenced a current holder") {
@@ -245,7 +246,7 @@ func TestStaleReadAloneIsValid(t *testing.T) {
 	b.read(2, 2, 0)
 	b.write(2, 2, 0, 1, history.OK, "")
 	b.read(1, 1, 1)
-	b.write(1, 1, 1, 2, history.Fail, history.ErrFenced)
+	b.write(1, 1, 1, 2, history.Fail, lockclient.ErrorFenced)
 	wantVerdict(t, b.check(t), Valid)
 }
 

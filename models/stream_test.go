@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/internal/bound"
 	"github.com/fencecheck/fencecheck/internal/simulate"
 	"github.com/fencecheck/fencecheck/internal/units"
+	"github.com/fencecheck/fencecheck/lockclient"
 
 	"github.com/fencecheck/fencecheck/history"
 )
@@ -49,7 +50,7 @@ func randomEvents(seed uint64) []history.Event {
 			e.Prev = &v
 		case e.F == history.Acquire && e.Type == history.OK && e.Token > 1:
 			e.Token -= uint64(1 + rng.IntN(2))
-		case e.Type == history.Fail && e.Error == history.ErrFenced:
+		case e.Type == history.Fail && e.Error == lockclient.ErrorFenced:
 			e.Type, e.Error = history.OK, ""
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Holders follows the history to know which client slot holds a lease
@@ -44,7 +45,7 @@ func (h *Holders) Observe(e history.Event) {
 		h.changed = make(chan struct{})
 	case e.F == history.Release && e.Type == history.Invoke,
 		e.Type == history.Info,
-		e.Type == history.Fail && e.Error == "lease-lost":
+		e.Type == history.Fail && e.Error == lockclient.ErrorLeaseLost:
 		delete(h.held, e.Process)
 	}
 }

@@ -99,7 +99,7 @@ func (s *frozenSet) thawAll(ctx context.Context, f Freezer) error {
 // the first still believes it holds it.
 //
 // "Between the check and the write" is a failpoint every recipe marks
-// (backends.FailpointWriteChecked): the chosen process stops there, the
+// (lockclient.FailpointWriteChecked): the chosen process stops there, the
 // fault freezes it, and the write leaves when it wakes — a GC pause or a
 // frozen VM at the worst moment, placed exactly, as etcd's robustness
 // tests place faults with gofail. Freezing a container takes the engine tens of milliseconds; a

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -65,10 +66,10 @@ func ComputeStats(ops []history.Op) Stats {
 			s.Ops[o.F] = m
 		}
 		m[string(o.Type)]++
-		if o.Type == history.Fail && o.Error == history.ErrFenced {
+		if o.Type == history.Fail && o.Error == lockclient.ErrorFenced {
 			s.Fenced++
 		}
-		if o.Type == history.Fail && o.Error == models.ErrLeaseLost {
+		if o.Type == history.Fail && o.Error == lockclient.ErrorLeaseLost {
 			s.LeasesLost++
 		}
 		if o.F == history.Acquire && o.Type == history.OK {

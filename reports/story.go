@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -176,7 +177,7 @@ func (st *story) items() []storyItem {
 		if o.Ended() < st.start || o.Call > st.end {
 			continue
 		}
-		if st.named[o] == "" && o.Type != history.OK && o.Error != history.ErrFenced {
+		if st.named[o] == "" && o.Type != history.OK && o.Error != lockclient.ErrorFenced {
 			// Failed releases and the like only clutter the story.
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/words"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -72,11 +73,11 @@ func (t *teller) opStep(o *history.Op, role string) Step {
 		text = fmt.Sprintf("%s wrote %s over %s with token %d", who, i64(o.Value), i64(o.Prev), o.Token)
 	case o.F == history.Release:
 		text = fmt.Sprintf("%s released the lease (%s)", who, outcome(o))
-	case o.Type == history.Fail && o.Error == history.ErrFenced:
+	case o.Type == history.Fail && o.Error == lockclient.ErrorFenced:
 		text = fmt.Sprintf("the storage refused %s's %s with token %d as stale", who, o.F, o.Token)
 	default:
 		text = fmt.Sprintf("%s: %s", who, models.DescribeOp(o))
-		if o.Error != "" && o.Error != history.ErrFenced {
+		if o.Error != "" && o.Error != lockclient.ErrorFenced {
 			text += " (" + o.Error + ")"
 		}
 	}
@@ -121,7 +122,7 @@ func (t *teller) culpritStep(c, blamed *history.Op) Step {
 		if blamed != nil && blamed.F == history.Acquire {
 			text += fmt.Sprintf(", but token %d had already been granted to %s at %s: tokens must only increase", blamed.Token, t.who(blamed.Process), history.Seconds(blamed.Ended()))
 		}
-	case c.Type == history.Fail && c.Error == history.ErrFenced:
+	case c.Type == history.Fail && c.Error == lockclient.ErrorFenced:
 		a, _ := t.newestAdmitted(c.Call, c.Process)
 		text = fmt.Sprintf("the storage refused %s's %s with token %d as stale, though the newest token it had admitted was %d: it fenced the current holder", who, c.F, c.Token, a)
 	default:
@@ -214,7 +215,7 @@ func (t *teller) meanwhile(ops []*history.Op) Step {
 			}
 			last = o
 		}
-		if o.Type == history.Fail && o.Error == history.ErrFenced {
+		if o.Type == history.Fail && o.Error == lockclient.ErrorFenced {
 			fenced++
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -59,7 +60,7 @@ func synthetic(t testing.TB, n int, fenced bool) *Run {
 			at(now, history.Event{Process: st.p, Type: history.Invoke, F: history.Write, Key: "k0", Token: st.tok, Prev: history.Int64(st.read), Value: history.Int64(st.read + 1)})
 			done := history.Event{Process: st.p, Type: history.OK, F: history.Write, Key: "k0", Token: st.tok, Prev: history.Int64(st.read), Value: history.Int64(st.read + 1)}
 			if fenced {
-				done.Type, done.Error = history.Fail, history.ErrFenced
+				done.Type, done.Error = history.Fail, lockclient.ErrorFenced
 			} else {
 				value = st.read + 1
 				if !found {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/words"
+	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -179,7 +180,7 @@ func (d *timelineData) focus() []window {
 		fenced := 0
 		for i := range r.Ops {
 			o := &r.Ops[i]
-			if o.Key == ov.Key && o.Error == history.ErrFenced && o.Call >= t0 && o.Call <= t1 {
+			if o.Key == ov.Key && o.Error == lockclient.ErrorFenced && o.Call >= t0 && o.Call <= t1 {
 				fenced++
 			}
 		}

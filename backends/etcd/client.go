@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // LockPrefix and DataPrefix are where the locks and (with --storage etcd)
@@ -142,12 +143,12 @@ func outcome(err error) error {
 		case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled, codes.Unknown:
 			return err
 		}
-		return backends.Definite(err)
+		return lockclient.Fail(err)
 	}
 	if s, ok := status.FromError(err); ok {
 		switch s.Code() {
 		case codes.InvalidArgument, codes.FailedPrecondition, codes.PermissionDenied, codes.NotFound, codes.OutOfRange:
-			return backends.Definite(err)
+			return lockclient.Fail(err)
 		}
 	}
 	return err
@@ -162,12 +163,12 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	lease, err := c.cli.Grant(ctx, int64(c.ttl))
 	if err != nil {
 		// No lease, or one nobody will use and that expires: no lock.
-		return 0, backends.Definitef("no lease: %v", err)
+		return 0, lockclient.Failf("no lease: %v", err)
 	}
 	s, err := concurrency.NewSession(c.cli, concurrency.WithLease(lease.ID), concurrency.WithTTL(c.ttl),
 		concurrency.WithContext(context.WithoutCancel(ctx)))
 	if err != nil {
-		return 0, backends.Definitef("no session: %v", err)
+		return 0, lockclient.Failf("no session: %v", err)
 	}
 	var (
 		m       *concurrency.Mutex
@@ -192,7 +193,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		// the session revokes the lease in any case (or it expires,
 		// unrenewed): the lock was not granted.
 		go s.Close()
-		return 0, backends.Definitef("lock not granted: %v", err)
+		return 0, lockclient.Failf("lock not granted: %v", err)
 	}
 	// The token: the lock key's create revision. Header().Revision is
 	// not that number on the waiting path.
@@ -211,7 +212,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		go s.Close()
 		if err == nil {
 			err = errors.New(errKeyVanished)
-			return 0, backends.Definite(err)
+			return 0, lockclient.Fail(err)
 		}
 		return 0, fmt.Errorf("reading the lock key's revision: %w", err)
 	}
@@ -222,7 +223,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 
 // errGuard is a transaction whose lock guard failed: the lock is no longer
 // ours, and etcd did not apply the op.
-var errGuard = backends.Definitef(history.ErrGuardFailed)
+var errGuard = lockclient.Failf(history.ErrGuardFailed)
 
 // inEtcd is the resource kept in etcd itself (--storage etcd): every read
 // and write is a transaction guarded by the lock's ownership. The client's
@@ -235,7 +236,7 @@ type inEtcd struct{ c *Client }
 func (s inEtcd) owner(key string, token uint64) ([]clientv3.Cmp, error) {
 	h, ok := s.c.leases.Get(key)
 	if !ok || h.token != token {
-		return nil, backends.ErrLeaseLost
+		return nil, lockclient.ErrLeaseLost
 	}
 	return h.owner(), nil
 }
@@ -258,7 +259,7 @@ func (s inEtcd) Read(ctx context.Context, key string, token uint64) (int64, erro
 	}
 	var v int64
 	if _, err := fmt.Sscan(string(kvs[0].Value), &v); err != nil {
-		return 0, backends.Definitef("malformed value %q", kvs[0].Value)
+		return 0, lockclient.Failf("malformed value %q", kvs[0].Value)
 	}
 	return v, nil
 }
@@ -275,7 +276,7 @@ func (s inEtcd) ReadLockFree(ctx context.Context, key string) (int64, error) {
 	}
 	var v int64
 	if _, err := fmt.Sscan(string(resp.Kvs[0].Value), &v); err != nil {
-		return 0, backends.Definitef("malformed value %q", resp.Kvs[0].Value)
+		return 0, lockclient.Failf("malformed value %q", resp.Kvs[0].Value)
 	}
 	return v, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Guard is how every lock client reaches the storage it protects: an op
@@ -62,6 +63,6 @@ func (g Guard) Write(ctx context.Context, key string, token uint64, _, value int
 	if err := g.check(key, token); err != nil {
 		return err
 	}
-	backends.Failpoint(ctx, backends.FailpointWriteChecked)
+	backends.Failpoint(ctx, lockclient.FailpointWriteChecked)
 	return g.Storage.Write(ctx, key, token, value)
 }

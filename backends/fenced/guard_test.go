@@ -7,6 +7,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 func TestGuardChecksTheLeaseAndMarksTheFailpoint(t *testing.T) {
@@ -16,10 +17,10 @@ func TestGuardChecksTheLeaseAndMarksTheFailpoint(t *testing.T) {
 	var points []string
 	ctx := backends.WithFailpoint(context.Background(), func(name string) { points = append(points, name) })
 
-	if err := g.Write(ctx, "k", 1, 0, 5); !errors.Is(err, backends.ErrLeaseLost) {
+	if err := g.Write(ctx, "k", 1, 0, 5); !errors.Is(err, lockclient.ErrLeaseLost) {
 		t.Fatalf("write without a lease: %v, want lease-lost", err)
 	}
-	if _, err := g.Read(ctx, "k", 1); !errors.Is(err, backends.ErrLeaseLost) {
+	if _, err := g.Read(ctx, "k", 1); !errors.Is(err, lockclient.ErrLeaseLost) {
 		t.Fatalf("read without a lease: %v, want lease-lost", err)
 	}
 	if len(points) != 0 {
@@ -36,8 +37,8 @@ func TestGuardChecksTheLeaseAndMarksTheFailpoint(t *testing.T) {
 	if v, err := g.Read(ctx, "k", 1); err != nil || v != 5 {
 		t.Fatalf("read under the lease: %d %v, want 5", v, err)
 	}
-	if len(points) != 1 || points[0] != backends.FailpointWriteChecked {
-		t.Fatalf("failpoints %v, want one %s for the one write", points, backends.FailpointWriteChecked)
+	if len(points) != 1 || points[0] != lockclient.FailpointWriteChecked {
+		t.Fatalf("failpoints %v, want one %s for the one write", points, lockclient.FailpointWriteChecked)
 	}
 }
 
@@ -63,7 +64,7 @@ func TestTrustingGuardWritesWithoutALease(t *testing.T) {
 	if err := g.Write(ctx, "k", 5, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	if err := g.Write(ctx, "k", 4, 0, 2); !errors.Is(err, backends.ErrFenced) {
+	if err := g.Write(ctx, "k", 4, 0, 2); !errors.Is(err, lockclient.ErrFenced) {
 		t.Fatalf("a trusting client's stale write: %v, want fenced", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/internal/jsonerr"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 type request struct {
@@ -85,5 +86,5 @@ const Port = 7001
 // badRequest is a request body that is not the JSON the API takes, said in
 // plain words (a user's client sends it; docs/client-protocol.md).
 func badRequest(err error) error {
-	return backends.Definite(errors.New("the request body: " + jsonerr.Message(nil, err) + ` (want {"key": "k0", "token": 7} to read, with "value": 8 to write)`))
+	return lockclient.Fail(errors.New("the request body: " + jsonerr.Message(nil, err) + ` (want {"key": "k0", "token": 7} to read, with "value": 8 to write)`))
 }

@@ -42,7 +42,7 @@ func TestLockFreeReadIsNeverRefusedAndMovesNoFence(t *testing.T) {
 			t.Fatalf("%s: lock-free read below the fence: %d, %v; want 3", name, v, err)
 		}
 		// The fence is still 7: a token below it is refused, 7 admitted.
-		if _, err := store.Read(ctx, "k", 6); !errors.Is(err, backends.ErrFenced) {
+		if _, err := store.Read(ctx, "k", 6); !errors.Is(err, lockclient.ErrFenced) {
 			t.Fatalf("%s: after a lock-free read, token 6 was not refused (%v): the read lowered the fence", name, err)
 		}
 		if _, err := store.Read(ctx, "k", 7); err != nil {

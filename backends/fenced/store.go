@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Mode says which ops the storage checks tokens on.
@@ -89,7 +89,7 @@ func (s *Store) Read(_ context.Context, key string, token uint64) (int64, error)
 	c := s.cell(key)
 	if s.mode == All {
 		if token < c.fence {
-			return 0, backends.ErrFenced
+			return 0, lockclient.ErrFenced
 		}
 		c.fence = token
 	}
@@ -112,7 +112,7 @@ func (s *Store) Write(_ context.Context, key string, token uint64, value int64) 
 	c := s.cell(key)
 	if s.mode != None {
 		if token < c.fence {
-			return backends.ErrFenced
+			return lockclient.ErrFenced
 		}
 		c.fence = token
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Recipes is the backend's one recipe: client-go's leader election.
@@ -196,7 +197,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		},
 	})
 	if err != nil {
-		return 0, backends.Definitef("lock not granted: %v", err)
+		return 0, lockclient.Failf("lock not granted: %v", err)
 	}
 	h.elector = elector
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -216,7 +217,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 			return 0, fmt.Errorf("lock granted as the op's deadline passed, then given up: %w", ctx.Err())
 		default:
 		}
-		return 0, backends.Definitef("lock not granted before the deadline: %v", ctx.Err())
+		return 0, lockclient.Failf("lock not granted before the deadline: %v", ctx.Err())
 	}
 	lease, err := c.cs.Leases(Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -230,7 +231,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	if holder != h.identity {
 		// Someone else holds it already: this client never acts on it.
 		cancel()
-		return 0, backends.Definitef("led, but the Lease read back names %q as its holder, not %q: lost before its token was read", holder, h.identity)
+		return 0, lockclient.Failf("led, but the Lease read back names %q as its holder, not %q: lost before its token was read", holder, h.identity)
 	}
 	transitions := int32(0)
 	if lease.Spec.LeaseTransitions != nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Locks is the lease service as a client sees it: the in-process Service
@@ -141,7 +142,7 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	err = c.locks.Release(ctx, key, g.Token())
 	c.receive()
 	if err == ErrNotHolder {
-		return backends.Definite(err)
+		return lockclient.Fail(err)
 	}
 	return err
 }

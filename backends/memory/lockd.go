@@ -8,6 +8,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/internal/buildinfo"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 type lockRequest struct {
@@ -36,14 +37,14 @@ func Handler(s *Service) http.Handler {
 		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
 			var req lockRequest
 			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-				backends.WriteJSON(w, nil, backends.Definite(err))
+				backends.WriteJSON(w, nil, lockclient.Fail(err))
 				return
 			}
 			ctx, cancel := backends.ServerDeadline(r)
 			defer cancel()
 			t, err := f(ctx, req)
 			if errors.Is(err, ErrNotHolder) {
-				err = backends.Definite(err)
+				err = lockclient.Fail(err)
 			}
 			backends.WriteJSON(w, lockAnswer{Token: t}, err)
 		})

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // ErrNotHolder answers a renewal or release from a lease that has expired
@@ -115,7 +115,7 @@ func (s *Service) Acquire(ctx context.Context, key string) (uint64, error) {
 			if timer != nil {
 				timer.Stop()
 			}
-			return 0, backends.Definitef("lock not granted: %v", ctx.Err())
+			return 0, lockclient.Failf("lock not granted: %v", ctx.Err())
 		case <-changed:
 		case <-expiry:
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // The advisory recipe's statements. The lock is a session-level advisory
@@ -90,12 +91,12 @@ func (c *AdvisoryClient) Acquire(ctx context.Context, key string) (uint64, error
 		var pgErr *pgconn.PgError
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == lockNotAvailable:
-			return 0, backends.Definitef("lock not granted within %s", timeout.Round(time.Millisecond))
+			return 0, lockclient.Failf("lock not granted within %s", timeout.Round(time.Millisecond))
 		case ctx.Err() != nil:
 			// pgx closed the connection when the context ended, so even a
 			// grant that raced the deadline ends with the session, and no
 			// token was ever taken for it: not granted.
-			return 0, backends.Definitef("lock not granted: %v", ctx.Err())
+			return 0, lockclient.Failf("lock not granted: %v", ctx.Err())
 		}
 		return 0, outcome(err)
 	}
@@ -131,7 +132,7 @@ func (c *AdvisoryClient) connect(ctx context.Context) (*pgx.Conn, time.Duration,
 		}
 		cfg, err := connConfig(c.url, c.secret, c.holder)
 		if err != nil {
-			return nil, 0, backends.Definite(err)
+			return nil, 0, lockclient.Fail(err)
 		}
 		cfg.RuntimeParams["lock_timeout"] = fmt.Sprintf("%dms", timeout.Milliseconds())
 		conn, err := pgx.ConnectConfig(ctx, cfg)

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // outcome classifies an error from a statement, by the rules of
@@ -27,7 +27,7 @@ func outcome(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
-		return backends.Definite(err)
+		return lockclient.Fail(err)
 	}
 	return err
 }
@@ -72,7 +72,7 @@ func newPool(url, secret, app string, size int32) (*pgxpool.Pool, error) {
 func onPool(ctx context.Context, p *pgxpool.Pool, f func(*pgxpool.Conn) error) error {
 	conn, err := p.Acquire(ctx)
 	if err != nil {
-		return backends.Definitef("no connection: %v", err)
+		return lockclient.Failf("no connection: %v", err)
 	}
 	defer conn.Release()
 	return f(conn)
@@ -88,7 +88,7 @@ func newHolder() string {
 // bigint is a fencing token as PostgreSQL's bigint.
 func bigint(token uint64) (int64, error) {
 	if token > math.MaxInt64 {
-		return 0, backends.Definitef("token %d does not fit a bigint", token)
+		return 0, lockclient.Failf("token %d does not fit a bigint", token)
 	}
 	return int64(token), nil
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // The lease recipe's statements. Every time is the server's
@@ -50,7 +51,7 @@ CREATE SEQUENCE IF NOT EXISTS fencecheck_tokens;
 
 // errNotHolder is a release the server refused: the row is no longer this
 // grant's (it expired, or was taken since).
-var errNotHolder = backends.Definitef("not-holder")
+var errNotHolder = lockclient.Failf("not-holder")
 
 // LeaseClient is the lease recipe: a row per key in fencecheck_leases
 // that a client takes when it is free or expired by the server's clock,
@@ -125,7 +126,7 @@ func (c *LeaseClient) try(ctx context.Context, key string) (uint64, error) {
 			// A free row changes nothing anyone can see: a failure to
 			// make it is a definite failure of this try.
 			if _, err := conn.Exec(ctx, leaseCreateSQL, key); err != nil {
-				return backends.Definitef("creating the row of %s: %v", key, err)
+				return lockclient.Failf("creating the row of %s: %v", key, err)
 			}
 			c.mu.Lock()
 			c.made[key] = true

@@ -5,8 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Waiting for a lock (the lease recipe's busy row, either recipe's server
@@ -44,16 +43,16 @@ func (p *poller) more(ctx context.Context) bool {
 // the last try's error if it was not simply "held".
 func notGranted(ctx context.Context, last error) error {
 	if last != nil {
-		return backends.Definitef("lock not granted before the op's deadline; last try: %v", last)
+		return lockclient.Failf("lock not granted before the op's deadline; last try: %v", last)
 	}
 	if ctx.Err() != nil {
-		return backends.Definitef("lock not granted: %v", ctx.Err())
+		return lockclient.Failf("lock not granted: %v", ctx.Err())
 	}
-	return backends.Definitef("lock not granted before the op's deadline")
+	return lockclient.Failf("lock not granted before the op's deadline")
 }
 
-// definite tells an error that backends.Outcome calls a failure.
+// definite tells an error that lockclient.Outcome calls a failure.
 func definite(err error) bool {
-	typ, _ := backends.Outcome(err)
-	return typ == history.Fail
+	typ, _ := lockclient.Outcome(err)
+	return typ == lockclient.TypeFail
 }

@@ -9,8 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 func TestSubnet(t *testing.T) {
@@ -56,18 +55,18 @@ func TestOutcome(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		err  error
-		want history.Type
+		want string
 	}{
-		{"server error", &pgconn.PgError{Severity: "ERROR", Code: "55P03", Message: "canceling statement due to lock timeout"}, history.Fail},
-		{"nothing sent", safe{errors.New("dial: connection refused")}, history.Fail},
-		{"timeout in flight", context.DeadlineExceeded, history.Info},
-		{"broken connection", errors.New("unexpected EOF"), history.Info},
+		{"server error", &pgconn.PgError{Severity: "ERROR", Code: "55P03", Message: "canceling statement due to lock timeout"}, lockclient.TypeFail},
+		{"nothing sent", safe{errors.New("dial: connection refused")}, lockclient.TypeFail},
+		{"timeout in flight", context.DeadlineExceeded, lockclient.TypeInfo},
+		{"broken connection", errors.New("unexpected EOF"), lockclient.TypeInfo},
 	} {
-		if got, _ := backends.Outcome(outcome(c.err)); got != c.want {
+		if got, _ := lockclient.Outcome(outcome(c.err)); got != c.want {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
-	if got, _ := backends.Outcome(errNotHolder); got != history.Fail {
+	if got, _ := lockclient.Outcome(errNotHolder); got != lockclient.TypeFail {
 		t.Errorf("a refused release is %s", got)
 	}
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // StorageSchema is the storage server's schema: a register per key with
@@ -88,7 +88,7 @@ func (s *Storage) ensure(ctx context.Context, conn *pgxpool.Conn, key string) er
 		return nil
 	}
 	if _, err := conn.Exec(ctx, storageCreateSQL, key); err != nil {
-		return backends.Definitef("creating the row of %s: %v", key, err)
+		return lockclient.Failf("creating the row of %s: %v", key, err)
 	}
 	s.mu.Lock()
 	s.made[key] = true
@@ -109,7 +109,7 @@ func (s *Storage) Read(ctx context.Context, key string, token uint64) (int64, er
 		if s.mode == fenced.All {
 			err := conn.QueryRow(ctx, storageReadFencedSQL, key, t).Scan(&v)
 			if noRows(err) {
-				return backends.ErrFenced
+				return lockclient.ErrFenced
 			}
 			return outcome(err)
 		}
@@ -146,14 +146,14 @@ func (s *Storage) Write(ctx context.Context, key string, token uint64, value int
 				return outcome(err)
 			}
 			if tag.RowsAffected() != 1 {
-				return backends.Definitef("no row for %s", key)
+				return lockclient.Failf("no row for %s", key)
 			}
 			return nil
 		}
 		var fence int64
 		err := conn.QueryRow(ctx, storageWriteFencedSQL, key, t, value).Scan(&fence)
 		if noRows(err) {
-			return backends.ErrFenced
+			return lockclient.ErrFenced
 		}
 		return outcome(err)
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/internal/words"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Backoff between tries at a busy lock: from minBackoff, doubling up to
@@ -127,7 +128,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	why := "not tried"
 	for {
 		if ctx.Err() != nil || !time.Now().Before(giveUp) {
-			return 0, backends.Definitef("not granted before the op's deadline (last try: %s)", why)
+			return 0, lockclient.Failf("not granted before the op's deadline (last try: %s)", why)
 		}
 		a, err := c.lock.tryLock(ctx, key, value)
 		if err != nil {

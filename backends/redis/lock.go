@@ -11,6 +11,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Key names in Redis. The braces keep a lock and its counter in one hash
@@ -287,9 +288,9 @@ func (m *masters) unlock(ctx context.Context, key, value string, maybe []bool) e
 		return nil
 	case deleted == 0 && unanswered == 0:
 		if d := m.describe(errs); d != "" {
-			return backends.Definitef("not released: %s", d)
+			return lockclient.Failf("not released: %s", d)
 		}
-		return backends.Definitef("not the holder: no master holds our value (the lock had expired)")
+		return lockclient.Failf("not the holder: no master holds our value (the lock had expired)")
 	}
 	return fmt.Errorf("release outcome unknown: %d of %d masters deleted our value, %d refused, %d did not answer (%s)",
 		deleted, len(m.nodes), refused, unanswered, m.describe(errs))

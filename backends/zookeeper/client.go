@@ -14,6 +14,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // LockRoot holds one persistent znode per key; the lock znodes are its
@@ -231,7 +232,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	s, err := c.session(ctx)
 	if err != nil {
 		// Nothing was created: at most a session with no znode, closed.
-		return 0, backends.Definitef("lock not granted: %v", err)
+		return 0, lockclient.Failf("lock not granted: %v", err)
 	}
 	parent := LockRoot + "/" + key
 	path, err := call(ctx, func() (string, error) { return createLockNode(s.conn, parent) },
@@ -240,9 +241,9 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 	case err == nil:
 	case timedOut(err):
 		// The create goes on; drop deletes its znode if it happens.
-		return 0, backends.Definitef("lock not granted before the deadline: %v", err)
+		return 0, lockclient.Failf("lock not granted before the deadline: %v", err)
 	case definite(err):
-		return 0, backends.Definite(fmt.Errorf("creating the lock znode: %w", err))
+		return 0, lockclient.Fail(fmt.Errorf("creating the lock znode: %w", err))
 	default:
 		// The znode may exist, in a session this client now ends.
 		s.abandon("connection lost while creating a lock znode")
@@ -259,10 +260,10 @@ func (c *Client) wait(ctx context.Context, s *session, key, parent, path string)
 	notGranted := func(format string, args ...any) (uint64, error) {
 		if why := s.lostWhy(); why != "" {
 			go s.close()
-			return 0, backends.Definitef("lock not granted: session lost (%s): %s", why, fmt.Sprintf(format, args...))
+			return 0, lockclient.Failf("lock not granted: session lost (%s): %s", why, fmt.Sprintf(format, args...))
 		}
 		go drop(s, path)
-		return 0, backends.Definitef("lock not granted: "+format, args...)
+		return 0, lockclient.Failf("lock not granted: "+format, args...)
 	}
 	own := path[len(parent)+1:]
 	st, err := call(ctx, func() (*zk.Stat, error) {
@@ -333,7 +334,7 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	}
 	if h.Lost() {
 		go h.sess.close()
-		return backends.ErrLeaseLost
+		return lockclient.ErrLeaseLost
 	}
 	_, err = call(ctx, func() (struct{}, error) { return struct{}{}, h.sess.conn.Delete(h.path, -1) }, nil)
 	switch {
@@ -342,9 +343,9 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	case errors.Is(err, zk.ErrNoNode):
 		// The znode went with the session: nothing left to release.
 		h.sess.abandon("lock znode gone")
-		return backends.Definitef("release: %v (the session had ended)", err)
+		return lockclient.Failf("release: %v (the session had ended)", err)
 	case definite(err):
-		return backends.Definite(fmt.Errorf("release: %w", err))
+		return lockclient.Fail(fmt.Errorf("release: %w", err))
 	default:
 		// The delete may or may not have happened; ending the session
 		// makes sure the lock goes.

@@ -28,13 +28,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -61,20 +59,6 @@ func (b *builtin) close() {
 	}
 }
 
-// errOf carries a backends error's outcome into lockclient's terms.
-func errOf(err error) error {
-	switch typ, text := backends.Outcome(err); typ {
-	case history.OK:
-		return nil
-	case history.Fail:
-		if text == history.ErrFenced {
-			return lockclient.ErrFenced
-		}
-		return lockclient.Fail(err)
-	}
-	return err
-}
-
 func (b *builtin) Open(ctx context.Context, init lockclient.Init) error {
 	c, err := b.open(ctx, init)
 	if err != nil {
@@ -85,13 +69,11 @@ func (b *builtin) Open(ctx context.Context, init lockclient.Init) error {
 }
 
 func (b *builtin) Acquire(ctx context.Context, key string) (uint64, error) {
-	t, err := b.c.Acquire(ctx, key)
-	return t, errOf(err)
+	return b.c.Acquire(ctx, key)
 }
 
 func (b *builtin) Read(ctx context.Context, key string, token uint64) (int64, error) {
-	v, err := b.c.Read(ctx, key, token)
-	return v, errOf(err)
+	return b.c.Read(ctx, key, token)
 }
 
 func (b *builtin) ReadLockFree(ctx context.Context, key string) (int64, error) {
@@ -99,16 +81,15 @@ func (b *builtin) ReadLockFree(ctx context.Context, key string) (int64, error) {
 	if !ok {
 		return 0, lockclient.Failf("this recipe's client does not read without the lock")
 	}
-	v, err := lf.ReadLockFree(ctx, key)
-	return v, errOf(err)
+	return lf.ReadLockFree(ctx, key)
 }
 
 func (b *builtin) Write(ctx context.Context, key string, token uint64, prev, value int64, checkpoint func(string)) error {
-	return errOf(b.c.Write(backends.WithFailpoint(ctx, checkpoint), key, token, prev, value))
+	return b.c.Write(backends.WithFailpoint(ctx, checkpoint), key, token, prev, value)
 }
 
 func (b *builtin) Release(ctx context.Context, key string) error {
-	return errOf(b.c.Release(ctx, key))
+	return b.c.Release(ctx, key)
 }
 
 // ErrAgentGone is the unknown outcome of an op whose agent died, hung past
@@ -195,13 +176,13 @@ func NewTracedRemote(ctx context.Context, stdin io.WriteCloser, stdout io.Reader
 		}
 		var h lockclient.Hello
 		if err := json.Unmarshal(l.line, &h); err != nil {
-			return fail(fmt.Errorf("it answered init with %q, not ready", truncate(l.line)))
+			return fail(fmt.Errorf("it answered init with %q, not ready", lockclient.Excerpt(l.line)))
 		}
 		switch {
 		case h.Type == lockclient.TypeRefuse:
 			return fail(&HandshakeError{Refused: orText(h.Error, "(no reason given)")})
 		case h.Type != lockclient.TypeReady:
-			return fail(fmt.Errorf("it answered init with %q, not ready", truncate(l.line)))
+			return fail(fmt.Errorf("it answered init with %q, not ready", lockclient.Excerpt(l.line)))
 		case h.Protocol != lockclient.Version:
 			return fail(fmt.Errorf("it speaks protocol %d; this fencecheck speaks %d", h.Protocol, lockclient.Version))
 		}
@@ -300,9 +281,9 @@ func (r *Remote) readLines(stdout io.Reader) {
 func (r *Remote) clockIsShared(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	before, ok := history.Monotonic()
+	before, ok := lockclient.Monotonic()
 	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpClock})
-	after, _ := history.Monotonic()
+	after, _ := lockclient.Monotonic()
 	if err != nil {
 		return false, err
 	}
@@ -337,7 +318,7 @@ func (r *Remote) call(ctx context.Context, req lockclient.Request) (lockclient.A
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.dead != nil {
-		return lockclient.Answer{}, backends.Definitef("agent already gone: %v", r.dead)
+		return lockclient.Answer{}, lockclient.Failf("agent already gone: %v", r.dead)
 	}
 	r.nextID++
 	req.ID = r.nextID
@@ -375,7 +356,7 @@ func (r *Remote) call(ctx context.Context, req lockclient.Request) (lockclient.A
 			}
 			var rep lockclient.Answer
 			if err := json.Unmarshal(l.line, &rep); err != nil || rep.Type == "" {
-				e := fmt.Errorf("it answered %s (id %d) with garbage %q", req.F, req.ID, truncate(l.line))
+				e := fmt.Errorf("it answered %s (id %d) with garbage %q", req.F, req.ID, lockclient.Excerpt(l.line))
 				r.kill(e)
 				return lockclient.Answer{}, fmt.Errorf("%w: %v", ErrAgentGone, e)
 			}
@@ -411,14 +392,6 @@ func (r *Remote) call(ctx context.Context, req lockclient.Request) (lockclient.A
 	}
 }
 
-func truncate(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "?")
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
-}
-
 func (r *Remote) kill(err error) {
 	if r.dead == nil {
 		r.dead = err
@@ -429,26 +402,12 @@ func (r *Remote) kill(err error) {
 	}
 }
 
-// errorOf turns an answer back into the error the agent's client returned.
-func errorOf(rep lockclient.Answer) error {
-	switch rep.Type {
-	case lockclient.TypeOK:
-		return nil
-	case lockclient.TypeFail:
-		if rep.Error == lockclient.ErrorFenced {
-			return backends.ErrFenced
-		}
-		return backends.Definite(errors.New(orText(rep.Error, "fail")))
-	}
-	return errors.New(orText(rep.Error, "info"))
-}
-
 func (r *Remote) Acquire(ctx context.Context, key string) (uint64, error) {
 	rep, err := r.call(ctx, lockclient.Request{F: lockclient.OpAcquire, Key: key})
 	if err != nil {
 		return 0, err
 	}
-	return rep.Token, errorOf(rep)
+	return rep.Token, lockclient.AnswerError(rep.Type, rep.Error)
 }
 
 func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, error) {
@@ -456,7 +415,7 @@ func (r *Remote) Read(ctx context.Context, key string, token uint64) (int64, err
 	if err != nil {
 		return 0, err
 	}
-	return rep.Value, errorOf(rep)
+	return rep.Value, lockclient.AnswerError(rep.Type, rep.Error)
 }
 
 // ReadLockFree asks the agent for a read without the lock
@@ -466,7 +425,7 @@ func (r *Remote) ReadLockFree(ctx context.Context, key string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return rep.Value, errorOf(rep)
+	return rep.Value, lockclient.AnswerError(rep.Type, rep.Error)
 }
 
 func (r *Remote) Write(ctx context.Context, key string, token uint64, prev, value int64) error {
@@ -474,7 +433,7 @@ func (r *Remote) Write(ctx context.Context, key string, token uint64, prev, valu
 	if err != nil {
 		return err
 	}
-	return errorOf(rep)
+	return lockclient.AnswerError(rep.Type, rep.Error)
 }
 
 func (r *Remote) Release(ctx context.Context, key string) error {
@@ -482,7 +441,7 @@ func (r *Remote) Release(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	return errorOf(rep)
+	return lockclient.AnswerError(rep.Type, rep.Error)
 }
 
 // Call sends one raw request (any f) and returns the answer, for

@@ -12,7 +12,6 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -59,7 +58,7 @@ func TestRemoteRunsTheSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Write(ctx, "k0", tok+10, 5)
-	if _, err := r.Read(ctx, "k0", tok); !errors.Is(err, backends.ErrFenced) {
+	if _, err := r.Read(ctx, "k0", tok); !errors.Is(err, lockclient.ErrFenced) {
 		t.Fatalf("stale read: %v", err)
 	}
 	r.Close()
@@ -82,7 +81,7 @@ func fakeAgent(t *testing.T, script func(req string, w io.Writer)) *Remote {
 				return
 			}
 			if strings.Contains(string(buf[:n]), `"f":"clock"`) {
-				now, _ := history.Monotonic()
+				now, _ := lockclient.Monotonic()
 				fmt.Fprintf(outW, `{"id":1,"type":"ok","value":%d}`+"\n", now)
 				continue
 			}
@@ -107,12 +106,12 @@ func TestGarbageHangAndDeathAreUnknown(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		_, err := r.Acquire(ctx, "k0")
 		cancel()
-		if typ, _ := backends.Outcome(err); typ != history.Info || !errors.Is(err, ErrAgentGone) {
+		if typ, _ := lockclient.Outcome(err); typ != lockclient.TypeInfo || !errors.Is(err, ErrAgentGone) {
 			t.Errorf("%s: %v → %s, want info (agent gone)", name, err, typ)
 		}
 		// The process is retired: the next call fails definitely.
 		_, err = r.Read(context.Background(), "k0", 1)
-		if typ, _ := backends.Outcome(err); typ != history.Fail {
+		if typ, _ := lockclient.Outcome(err); typ != lockclient.TypeFail {
 			t.Errorf("%s: a call after the agent died: %v", name, err)
 		}
 	}
@@ -153,11 +152,11 @@ func TestRemoteReportsTheAgentsSpan(t *testing.T) {
 	if !r.SharedClock() {
 		t.Fatal("an agent in this process does not share the clock")
 	}
-	before, _ := history.Monotonic()
+	before, _ := lockclient.Monotonic()
 	if _, err := r.Acquire(context.Background(), "k0"); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := history.Monotonic()
+	after, _ := lockclient.Monotonic()
 	call, ret, ok := r.LastSpan()
 	if !ok || call < before || ret < call || ret > after {
 		t.Fatalf("span [%d, %d] ok=%v, want inside [%d, %d]", call, ret, ok, before, after)

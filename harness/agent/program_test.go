@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -97,7 +96,7 @@ func TestProgramSpeaksTheProtocol(t *testing.T) {
 	if v, err := r.Read(ctx, "k0", 7); err != nil || v != 1 {
 		t.Fatalf("read: %d %v", v, err)
 	}
-	if err := r.Write(ctx, "k0", 3, 1, 2); !errors.Is(err, backends.ErrFenced) {
+	if err := r.Write(ctx, "k0", 3, 1, 2); !errors.Is(err, lockclient.ErrFenced) {
 		t.Fatalf("stale write: %v, want fenced", err)
 	}
 	ans, err := r.Call(ctx, lockclient.Request{F: "cas", Key: "k0"})
@@ -111,8 +110,8 @@ func TestProgramSpeaksTheProtocol(t *testing.T) {
 }
 
 func isFail(err error) bool {
-	typ, _ := backends.Outcome(err)
-	return typ == history.Fail
+	typ, _ := lockclient.Outcome(err)
+	return typ == lockclient.TypeFail
 }
 
 // A program that does not become ready is named for what it did.
@@ -164,7 +163,7 @@ func TestProgramThatMisbehavesMidOp(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 			defer cancel()
 			_, err = r.Acquire(ctx, "k0")
-			if typ, _ := backends.Outcome(err); typ != history.Info || !errors.Is(err, ErrAgentGone) || !strings.Contains(err.Error(), want) {
+			if typ, _ := lockclient.Outcome(err); typ != lockclient.TypeInfo || !errors.Is(err, ErrAgentGone) || !strings.Contains(err.Error(), want) {
 				t.Fatalf("got %v (%s), want info naming %q", err, typ, want)
 			}
 			if gone == nil || !strings.Contains(gone.Error(), want) {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // Synthetic describes a history made up by a seeded simulation of lock
@@ -198,7 +199,7 @@ func (m *sim) complete(ci int, now int64) {
 		done.Token = c.token
 	case history.Read:
 		if s.Fenced && c.token < m.fences[k] {
-			done.Type, done.Error = history.Fail, history.ErrFenced
+			done.Type, done.Error = history.Fail, lockclient.ErrorFenced
 		} else {
 			if s.Fenced {
 				m.fences[k] = c.token
@@ -208,7 +209,7 @@ func (m *sim) complete(ci int, now int64) {
 		}
 	case history.Write:
 		if s.Fenced && c.token < m.fences[k] {
-			done.Type, done.Error = history.Fail, history.ErrFenced
+			done.Type, done.Error = history.Fail, lockclient.ErrorFenced
 		} else if !info || rng.IntN(2) == 0 {
 			if s.Fenced {
 				m.fences[k] = c.token

@@ -78,7 +78,7 @@ func (c *client) lock(key string) (*held, error) {
 	}
 	select {
 	case <-h.session.Done():
-		return nil, lockclient.Failf("lease-lost")
+		return nil, lockclient.ErrLeaseLost
 	default:
 	}
 	return h, nil
@@ -94,7 +94,7 @@ func (c *client) Read(ctx context.Context, key string, _ uint64) (int64, error) 
 		return 0, err
 	}
 	if !resp.Succeeded {
-		return 0, lockclient.Failf("lease-lost")
+		return 0, lockclient.ErrLeaseLost
 	}
 	kvs := resp.Responses[0].GetResponseRange().Kvs
 	if len(kvs) == 0 {
@@ -132,7 +132,7 @@ func (c *client) Release(ctx context.Context, key string) error {
 	defer h.session.Close()
 	select {
 	case <-h.session.Done():
-		return lockclient.Failf("lease-lost")
+		return lockclient.ErrLeaseLost
 	default:
 	}
 	return h.mutex.Unlock(ctx)
