@@ -87,7 +87,7 @@ func detection(cfg harness.Config, n int) (found int, median time.Duration, lost
 
 // firstViolation is when the earliest culprit op of the run completed,
 // as a comparison measures it, from the run's ops in memory.
-func firstViolation(out *harness.Outcome) (time.Duration, bool) {
+func firstViolation(out *harness.RunResult) (time.Duration, bool) {
 	if out == nil || out.Report == nil {
 		return 0, false
 	}
@@ -120,7 +120,7 @@ func detectionFaults(hold time.Duration) []detectionFault {
 // lostShare is a run's share of acknowledged updates lost (the lower
 // bound), when it could be counted, from the run's ops in memory (as
 // results.json has it).
-func lostShare(out *harness.Outcome) (float64, bool) {
+func lostShare(out *harness.RunResult) (float64, bool) {
 	if out == nil || out.Report == nil {
 		return 0, false
 	}

@@ -129,7 +129,7 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 
 // longVerdictRows read the run's history: whether it completed, checked
 // valid, and injected every kind of fault.
-func longVerdictRows(name, title string, out *harness.Outcome, runErr error) []row {
+func longVerdictRows(name, title string, out *harness.RunResult, runErr error) []row {
 	var rows []row
 	events, _ := history.ParseFile(runstore.Run(out.Dir).History())
 	ops, _ := history.Pair(events)

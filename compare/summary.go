@@ -111,7 +111,7 @@ func FirstViolation(res models.Result, ops []history.Op) (time.Duration, bool) {
 // the lost share from the ops the run recorded (as results.json has them),
 // the first violation from the verdict's culprits. Everything comes from
 // the outcome in memory; the run's directory is only linked.
-func summarizeRun(cfg harness.Config, root string, out *harness.Outcome, runErr error, took time.Duration) result.CompareRun {
+func summarizeRun(cfg harness.Config, root string, out *harness.RunResult, runErr error, took time.Duration) result.CompareRun {
 	r := result.CompareRun{Seed: cfg.Seed, TimeLimitS: cfg.TimeLimit.Seconds(), DurationS: took.Seconds(), Verdict: result.Error}
 	if out != nil {
 		if rel, err := filepath.Rel(root, out.Dir); err == nil && out.Dir != "" {

@@ -78,7 +78,7 @@ func TestDockerClockFaultsKnownAnswers(t *testing.T) {
 }
 
 // storyText is every invalid key's story, one step a line.
-func storyText(t *testing.T, out *Outcome) string {
+func storyText(t *testing.T, out *RunResult) string {
 	t.Helper()
 	var b strings.Builder
 	for i := range out.Result.Keys {
@@ -91,7 +91,7 @@ func storyText(t *testing.T, out *Outcome) string {
 
 // wantClockMoved asks the run's log for a server clock read by what
 // before the jump near true time and after it near +6 s.
-func wantClockMoved(t *testing.T, out *Outcome, what string) {
+func wantClockMoved(t *testing.T, out *RunResult, what string) {
 	t.Helper()
 	log, err := os.ReadFile(filepath.Join(out.Dir, "check.log"))
 	if err != nil {

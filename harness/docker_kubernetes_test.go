@@ -49,7 +49,7 @@ func TestDockerKubernetesFencedLeaderUnderHolderPauseIsValid(t *testing.T) {
 
 // wantAPIServerVersion checks results.json: the API server answered
 // with the release it was compiled and stamped as, beside etcd's members.
-func wantAPIServerVersion(t *testing.T, out *Outcome) {
+func wantAPIServerVersion(t *testing.T, out *RunResult) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out.Dir, "results.json"))
 	if err != nil {

@@ -24,7 +24,7 @@ func lockRPCConfig(t *testing.T, version, fencing string, nemesis ...string) Con
 }
 
 // readDamage reads the run's damage back from its results.json.
-func readDamage(t *testing.T, out *Outcome) models.Damage {
+func readDamage(t *testing.T, out *RunResult) models.Damage {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out.Dir, "results.json"))
 	if err != nil {

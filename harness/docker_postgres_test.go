@@ -22,7 +22,7 @@ func postgresConfig(t *testing.T, recipe, fencing string, nemesis ...string) Con
 
 // completions counts the client completions of type typ whose error is
 // errText ("" for any).
-func completions(t *testing.T, out *Outcome, typ history.Type, errText string) int {
+func completions(t *testing.T, out *RunResult, typ history.Type, errText string) int {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {
@@ -38,7 +38,7 @@ func completions(t *testing.T, out *Outcome, typ history.Type, errText string) i
 }
 
 // serverLog is the lock server's log, as collected into the run directory.
-func serverLog(t *testing.T, out *Outcome, node string) string {
+func serverLog(t *testing.T, out *RunResult, node string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out.Dir, "logs", node, "var", "log", "fencecheck", "postgres.log"))
 	if err != nil {

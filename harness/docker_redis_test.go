@@ -13,7 +13,7 @@ import (
 )
 
 // nemesisEvents counts the faults named f that took effect in a run.
-func nemesisEvents(t *testing.T, out *Outcome, f string) int {
+func nemesisEvents(t *testing.T, out *RunResult, f string) int {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {
@@ -29,7 +29,7 @@ func nemesisEvents(t *testing.T, out *Outcome, f string) int {
 }
 
 // fencedOps counts the ops the storage refused as fenced.
-func fencedOps(t *testing.T, out *Outcome) int {
+func fencedOps(t *testing.T, out *RunResult) int {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {

@@ -48,7 +48,7 @@ func sqlClient(t *testing.T, variant string) string {
 
 // sqlClientRun runs variant on ZooKeeper with --storage postgres under
 // pause-holder.
-func sqlClientRun(t *testing.T, variant string, stopOnViolation bool) *Outcome {
+func sqlClientRun(t *testing.T, variant string, stopOnViolation bool) *RunResult {
 	t.Helper()
 	cfg := dockerConfig(t, "zookeeper", "none", "pause-holder")
 	cfg.Storage = "postgres"

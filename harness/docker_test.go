@@ -37,7 +37,7 @@ func dockerConfig(t *testing.T, backend, fencing string, nemesis ...string) Conf
 }
 
 // runDocker runs cfg and checks that the cluster is gone afterwards.
-func runDocker(t *testing.T, cfg Config) *Outcome {
+func runDocker(t *testing.T, cfg Config) *RunResult {
 	t.Helper()
 	out, err := Run(quiet(), cfg, testWriter{t})
 	if err != nil {
@@ -72,7 +72,7 @@ func runDocker(t *testing.T, cfg Config) *Outcome {
 // the build asked for, when a test asked for one (the server's own answer,
 // not the flag). A node that did not answer is only logged: under load a
 // just-resumed node may stay silent, and that must never fail a run.
-func checkServers(t *testing.T, cfg Config, out *Outcome) {
+func checkServers(t *testing.T, cfg Config, out *RunResult) {
 	t.Helper()
 	sv := out.Report.Servers
 	if sv == nil {
@@ -113,7 +113,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func wantDocker(t *testing.T, out *Outcome, want models.Verdict) {
+func wantDocker(t *testing.T, out *RunResult, want models.Verdict) {
 	t.Helper()
 	if out.Result.Verdict != want {
 		t.Fatalf("verdict %s, want %s: %s (store %s)", out.Result.Verdict, want, out.Result.Explanation, out.Dir)
@@ -265,7 +265,7 @@ func TestDockerEtcdFencedUnderLeaderKillAndRingIsValidAndRecovers(t *testing.T) 
 
 // faultsInjected counts the faults the run's history says were injected,
 // by name, failing the test when there were none.
-func faultsInjected(t *testing.T, out *Outcome) (map[string]int, []history.Event) {
+func faultsInjected(t *testing.T, out *RunResult) (map[string]int, []history.Event) {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {

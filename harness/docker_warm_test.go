@@ -17,13 +17,13 @@ import (
 // warmRun is what a test compares between a run on a new cluster and one
 // on the cluster an earlier run left.
 type warmRun struct {
-	out                 *Outcome
+	out                 *RunResult
 	okAcquires, okWrite int
 	firstToken, maxTok  uint64
 	fenced              int
 }
 
-func summarizeWarm(t *testing.T, out *Outcome) warmRun {
+func summarizeWarm(t *testing.T, out *RunResult) warmRun {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {
@@ -53,7 +53,7 @@ func summarizeWarm(t *testing.T, out *Outcome) warmRun {
 
 // paramValue is the run's parameter name as its report shows it ("docker
 // cluster": new or warm).
-func paramValue(out *Outcome, name string) string {
+func paramValue(out *RunResult, name string) string {
 	for _, p := range out.Report.Params {
 		if p.Name == name {
 			return p.Value
@@ -75,7 +75,7 @@ func runWarmPair(t *testing.T, cfg Config, hook func(run int, st *runState, phas
 			t.Error(err)
 		}
 	}()
-	var outs [2]*Outcome
+	var outs [2]*RunResult
 	for i := range 2 {
 		st := &runState{clusters: p}
 		if hook != nil {

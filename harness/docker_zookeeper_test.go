@@ -68,7 +68,7 @@ func TestDockerZookeeperFencedLockUnderLeaderIsolationIsValid(t *testing.T) {
 }
 
 // wantFaults checks that the nemesis hit something with f at least once.
-func wantFaults(t *testing.T, out *Outcome, f string) {
+func wantFaults(t *testing.T, out *RunResult, f string) {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {
@@ -86,7 +86,7 @@ func wantFaults(t *testing.T, out *Outcome, f string) {
 // wantFinalReads checks that the lock service recovered: every key's
 // final read (the read of the highest process, past all the workers') is
 // ok.
-func wantFinalReads(t *testing.T, out *Outcome, keys int) {
+func wantFinalReads(t *testing.T, out *RunResult, keys int) {
 	t.Helper()
 	events, err := history.ParseFile(filepath.Join(out.Dir, "history.jsonl"))
 	if err != nil {

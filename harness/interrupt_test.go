@@ -85,7 +85,7 @@ func (i *interrupter) close() {
 // directory: a history whose every line is whole and which parses, every
 // fault healed in it, and results.json with the outcome's verdict, the
 // interrupted flag and the error. It returns the history's events.
-func checkStore(t *testing.T, out *Outcome, runErr error) []history.Event {
+func checkStore(t *testing.T, out *RunResult, runErr error) []history.Event {
 	t.Helper()
 	if out == nil || out.Dir == "" {
 		t.Fatalf("no run directory (error %v)", runErr)

@@ -123,7 +123,7 @@ func countMix(t *testing.T, dir string) mixCounts {
 // wantMixedRun: about half the ops were lock-free reads, every one of them
 // answered even with every op fenced, and the damage found the final read
 // (a lock-free reader is never taken for it) and no lost update.
-func wantMixedRun(t *testing.T, out *Outcome, c mixCounts) {
+func wantMixedRun(t *testing.T, out *RunResult, c mixCounts) {
 	t.Helper()
 	if out.Result.Verdict != models.Valid {
 		t.Fatalf("verdict %s: %s (store %s)", out.Result.Verdict, out.Result.Explanation, out.Dir)

@@ -28,8 +28,8 @@ type Signals struct {
 	Stop, Abort context.Context
 }
 
-// Outcome is what a run produced.
-type Outcome struct {
+// RunResult is what a run produced.
+type RunResult struct {
 	Dir    string
 	Result models.Result
 	// Interrupted: a signal came before the report (in setup, the
@@ -87,13 +87,13 @@ func ExitCode(v models.Verdict) int {
 // recorded; the second (sig.Abort) also skips the check, so the verdict is
 // unknown. A signal during the report changes nothing: the files are
 // finished, since a half-written report is worse than a late one.
-func Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
+func Run(sig Signals, cfg Config, progress io.Writer) (*RunResult, error) {
 	return runWith(sig, cfg, progress, &runState{})
 }
 
 // runWith is Run with the state a test may set beforehand (a test id, a
 // hook at each phase).
-func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*Outcome, error) {
+func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*RunResult, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ type run struct {
 	progress io.Writer
 	started  time.Time
 	dir      runstore.Run
-	out      *Outcome
+	out      *RunResult
 
 	logFile  *os.File
 	logMu    sync.Mutex
@@ -206,7 +206,7 @@ func (r *run) open() error {
 		return err
 	}
 	r.dir = dir
-	r.out = &Outcome{Dir: string(dir)}
+	r.out = &RunResult{Dir: string(dir)}
 	if cfg.Cluster == registry.ClusterDocker {
 		if r.testID == "" {
 			r.testID = testID(cfg, r.started)

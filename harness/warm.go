@@ -59,7 +59,7 @@ func NewClustersUpTo(most int) *Clusters {
 // Run is harness.Run with the cluster taken from p when one is warm, and
 // given back to p after a clean run. --fresh-cluster (Config.FreshCluster)
 // opts a run out. A nil p is Run itself.
-func (p *Clusters) Run(sig Signals, cfg Config, progress io.Writer) (*Outcome, error) {
+func (p *Clusters) Run(sig Signals, cfg Config, progress io.Writer) (*RunResult, error) {
 	if p == nil {
 		return Run(sig, cfg, progress)
 	}
