@@ -157,7 +157,7 @@ func dockerDetectionRows(runs int, hold time.Duration) []row {
 			nem := nh.nem
 			cfg := sys.cfg
 			cfg.Nemesis = []string{nem}
-			cfg.Hold = nh.hold
+			cfg.Dwell = nh.hold
 			found, med := 0, time.Duration(0)
 			var firsts []time.Duration
 			var lost []float64

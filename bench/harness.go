@@ -145,7 +145,7 @@ func detectionRows(hold time.Duration) []row {
 	var rows []row
 	for _, nh := range detectionFaults(hold) {
 		cfg := harness.Config{Backend: "memory", Fencing: "none", Nemesis: []string{nh.nem}, Clients: 5, Keys: 1,
-			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, Hold: nh.hold,
+			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, Dwell: nh.hold,
 			NemesisInterval: 2 * time.Second, CheckTimeout: time.Minute}
 		found, med, lost, err := detection(cfg, 20)
 		note := fmt.Sprintf("median time to first violation %.1f s; %s", med.Seconds(), lostNote(lost))

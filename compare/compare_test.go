@@ -207,7 +207,7 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 		t.Errorf("faults %v, runs %d, time limit %s", m.Faults, m.Runs, m.TimeLimit)
 	}
 	b := m.Base
-	if b.Nodes != 5 || b.Clients != 5 || b.Keys != 1 || b.LeaseTTL != 2*time.Second || b.Work != 10*time.Millisecond || b.Hold != 2*time.Second ||
+	if b.Nodes != 5 || b.Clients != 5 || b.Keys != 1 || b.LeaseTTL != 2*time.Second || b.Work != 10*time.Millisecond || b.Dwell != 2*time.Second ||
 		b.PauseDuration != 5*time.Second || b.NemesisInterval != 5*time.Second || b.ServerVersion != "3.4" || b.StopOnViolation ||
 		b.ClientEndpoints != "one" || b.ReadMix != 0.5 || b.AcquireTimeout != 5500*time.Millisecond {
 		t.Errorf("base %+v", b)
@@ -227,11 +227,11 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 
 	// Flags given override the preset; --full-time is the preset's anyway.
 	m, err = Expand(Spec{Preset: "jepsen-etcd", Runs: 2, TimeLimit: 5 * time.Second, Backends: []string{"etcd:mutex", "redis"},
-		Storages: []string{"fenced"}, Base: harness.Config{Nodes: 3, LeaseTTL: 3 * time.Second, Hold: time.Second}})
+		Storages: []string{"fenced"}, Base: harness.Config{Nodes: 3, LeaseTTL: 3 * time.Second, Dwell: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Runs != 2 || m.TimeLimit != 5*time.Second || m.Base.Nodes != 3 || m.Base.LeaseTTL != 3*time.Second || m.Base.Hold != time.Second || m.Base.StopOnViolation {
+	if m.Runs != 2 || m.TimeLimit != 5*time.Second || m.Base.Nodes != 3 || m.Base.LeaseTTL != 3*time.Second || m.Base.Dwell != time.Second || m.Base.StopOnViolation {
 		t.Errorf("runs %d, time limit %s, base %+v", m.Runs, m.TimeLimit, m.Base)
 	}
 	if !hasRow(m, trusting(docker("etcd", "mutex", "fenced", "all"))) || !hasRow(m, trusting(docker("redis", "setnx", "fenced", "none"))) {

@@ -30,7 +30,7 @@ var published = map[string]string{
 // (docs/jepsen-etcd.md).
 func jepsenEtcdBase(base *harness.Config) {
 	base.Nodes, base.Clients, base.LeaseTTL = 5, 5, 2*time.Second
-	base.Hold = 2 * time.Second
+	base.Dwell = 2 * time.Second
 	base.ClientEndpoints = harness.ClientEndpointsOne
 	base.PauseDuration, base.NemesisInterval = 5*time.Second, 5*time.Second
 	base.ServerVersion = "3.4"
@@ -80,7 +80,7 @@ func expandBase(spec Spec) harness.Config {
 	base.Keys = cmp.Or(b.Keys, base.Keys)
 	base.LeaseTTL = cmp.Or(b.LeaseTTL, base.LeaseTTL)
 	base.Work = cmp.Or(b.Work, base.Work)
-	base.Hold = cmp.Or(b.Hold, base.Hold)
+	base.Dwell = cmp.Or(b.Dwell, base.Dwell)
 	base.PauseDuration = cmp.Or(b.PauseDuration, base.PauseDuration)
 	base.ServerVersion = cmp.Or(b.ServerVersion, base.ServerVersion)
 	base.NemesisInterval = cmp.Or(b.NemesisInterval, base.NemesisInterval)

@@ -64,7 +64,7 @@ func (m *Matrix) Definition() []result.MatrixField {
 		{Flag: "nodes", Value: strconv.Itoa(b.Nodes)},
 		{Flag: "lease-ttl", Value: d(b.LeaseTTL)},
 		{Flag: "work", Value: d(b.Work)},
-		{Flag: "hold", Value: d(b.Hold)},
+		{Flag: "hold", Value: d(b.Dwell)},
 		{Flag: "read-mix", Value: strconv.FormatFloat(b.ReadMix, 'g', -1, 64)},
 		{Flag: "acquire-timeout", Value: d(b.AcquireTimeout)},
 		{Flag: "pause-duration", Value: d(b.PauseDuration)},

@@ -66,10 +66,10 @@ type Config struct {
 	// and then fails the add. The final reads wait the op timeout.
 	AcquireTimeout time.Duration
 	CheckTimeout   time.Duration
-	// Hold adds a uniformly random time in [0, Hold] to Work in each
-	// section: a critical section that takes time, which is where a
-	// random pause can land.
-	Hold time.Duration
+	// Dwell (--hold) adds a uniformly random time in [0, Dwell] to Work
+	// in each section: a critical section that takes time, which is where
+	// a random pause can land.
+	Dwell time.Duration
 	// ReadMix is the share of the workload's ops that read the storage
 	// without taking the lock, drawn per op (Jepsen's lock-set workload
 	// mixes such reads with its locked adds, about half and half): 0 (every
@@ -303,8 +303,8 @@ func (c *Config) Validate() error {
 	if c.Work < 0 || c.Work > time.Minute {
 		return usage.Errorf("work", "%s is out of range (accepted: 0 to 1m)", c.Work)
 	}
-	if c.Hold < 0 || c.Hold > time.Minute {
-		return usage.Errorf("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Hold)
+	if c.Dwell < 0 || c.Dwell > time.Minute {
+		return usage.Errorf("hold", "%s is out of range (accepted: 0 to 1m, e.g. 500ms)", c.Dwell)
 	}
 	if err := c.checkReadMix(); err != nil {
 		return err

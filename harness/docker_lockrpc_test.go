@@ -91,7 +91,7 @@ func TestDockerEtcdTrustingClientUnderPauseAllLosesUpdatesUnlessFenced(t *testin
 	trusting := func(fencing string) Config {
 		cfg := lockRPCConfig(t, "3.4", fencing, "pause-all")
 		cfg.LeaseCheck, cfg.ClientEndpoints = "none", ClientEndpointsOne
-		cfg.Hold, cfg.PauseDuration, cfg.NemesisInterval = 2*time.Second, 5*time.Second, 3*time.Second
+		cfg.Dwell, cfg.PauseDuration, cfg.NemesisInterval = 2*time.Second, 5*time.Second, 3*time.Second
 		cfg.TimeLimit, cfg.Seed = 18*time.Second, 3
 		return cfg
 	}

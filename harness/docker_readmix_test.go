@@ -14,7 +14,7 @@ func TestDockerMemoryReadMix(t *testing.T) {
 	cfg.TimeLimit = 8 * time.Second
 	cfg.LeaseTTL = time.Second
 	cfg.NemesisInterval = time.Second
-	cfg.Hold = 200 * time.Millisecond
+	cfg.Dwell = 200 * time.Millisecond
 	cfg.ReadMix = 0.5
 	cfg.LeaseCheck = "none"
 	cfg.Seed = 2

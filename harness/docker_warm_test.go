@@ -167,7 +167,7 @@ func processes(t *testing.T, cl *compose.Cluster, node, args string) []string {
 func TestDockerWarmClusterAfterHoldersKilledHolding(t *testing.T) {
 	cfg := dockerConfig(t, "etcd", "all", "none")
 	cfg.TimeLimit = 6 * time.Second
-	cfg.Hold = time.Second
+	cfg.Dwell = time.Second
 	cfg.Seed = 3
 	ctx := context.Background()
 	killed := 0

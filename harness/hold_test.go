@@ -25,27 +25,27 @@ func TestSectionWorkHold(t *testing.T) {
 	if w.rng.Uint64() != ref.Uint64() {
 		t.Fatal("without --hold the generator was drawn from: the key sequence changed")
 	}
-	cfg.Hold = 100 * time.Millisecond
+	cfg.Dwell = 100 * time.Millisecond
 	lo, hi := time.Hour, time.Duration(0)
 	var sum time.Duration
 	const n = 2000
 	for i := 0; i < n; i++ {
 		d := w.sectionWork()
-		if d < cfg.Work || d > cfg.Work+cfg.Hold {
-			t.Fatalf("with --hold %s: %s is outside [%s, %s]", cfg.Hold, d, cfg.Work, cfg.Work+cfg.Hold)
+		if d < cfg.Work || d > cfg.Work+cfg.Dwell {
+			t.Fatalf("with --hold %s: %s is outside [%s, %s]", cfg.Dwell, d, cfg.Work, cfg.Work+cfg.Dwell)
 		}
 		lo, hi, sum = min(lo, d), max(hi, d), sum+d
 	}
 	mean := sum / n
 	if lo > cfg.Work+5*time.Millisecond || hi < cfg.Work+95*time.Millisecond || mean < 55*time.Millisecond || mean > 65*time.Millisecond {
-		t.Fatalf("with --hold %s over %d sections: min %s, max %s, mean %s; want spread over [10ms, 110ms], mean near 60ms", cfg.Hold, n, lo, hi, mean)
+		t.Fatalf("with --hold %s over %d sections: min %s, max %s, mean %s; want spread over [10ms, 110ms], mean near 60ms", cfg.Dwell, n, lo, hi, mean)
 	}
 }
 
 func TestHoldOutOfRangeNamesTheFlag(t *testing.T) {
 	for _, h := range []time.Duration{-time.Millisecond, 2 * time.Minute} {
 		cfg := memoryConfig(t, "none", "none")
-		cfg.Hold = h
+		cfg.Dwell = h
 		cfg.Defaults()
 		err := cfg.Validate()
 		var ue *usage.Error
@@ -60,7 +60,7 @@ func TestHoldOutOfRangeNamesTheFlag(t *testing.T) {
 func TestHoldSpreadsTheCriticalSection(t *testing.T) {
 	cfg := memoryConfig(t, "all", "none")
 	cfg.TimeLimit = 2 * time.Second
-	cfg.Hold = 60 * time.Millisecond
+	cfg.Dwell = 60 * time.Millisecond
 	cfg.Seed = 7
 	out, err := Run(quiet(), cfg, nil)
 	if err != nil {

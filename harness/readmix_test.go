@@ -177,7 +177,7 @@ func TestAcquireTimeoutGivesUpTheWait(t *testing.T) {
 	giveUps := func(acquireTimeout time.Duration) (int, mixCounts) {
 		cfg := memoryConfig(t, "all", "none")
 		cfg.TimeLimit = 2 * time.Second
-		cfg.Hold = 500 * time.Millisecond
+		cfg.Dwell = 500 * time.Millisecond
 		cfg.AcquireTimeout = acquireTimeout
 		cfg.Seed = 5
 		out, err := Run(quiet(), cfg, nil)

@@ -467,7 +467,7 @@ func params(cfg *Config, info map[string]string) []reports.Param {
 		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.fencingLabel()},
 		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
 		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(servers(cfg))}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
-		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Hold.String()}, {Name: "read-mix", Value: strconv.FormatFloat(cfg.ReadMix, 'g', -1, 64)},
+		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Dwell.String()}, {Name: "read-mix", Value: strconv.FormatFloat(cfg.ReadMix, 'g', -1, 64)},
 		{Name: "pause-duration", Value: cfg.PauseDuration.String()},
 		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()}, {Name: "acquire-timeout", Value: cfg.AcquireTimeout.String()},
 		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},

@@ -137,8 +137,8 @@ func (w *worker) retire(ctx context.Context) error {
 // without it keep their key sequence).
 func (w *worker) sectionWork() time.Duration {
 	d := w.cfg.Work
-	if w.cfg.Hold > 0 && w.rng != nil {
-		d += time.Duration(w.rng.Int64N(int64(w.cfg.Hold) + 1))
+	if w.cfg.Dwell > 0 && w.rng != nil {
+		d += time.Duration(w.rng.Int64N(int64(w.cfg.Dwell) + 1))
 	}
 	return d
 }

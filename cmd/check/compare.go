@@ -119,7 +119,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	// For short runs in tests and by hand; the defaults are the root command's.
 	f.DurationVar(&spec.Base.NemesisInterval, "nemesis-interval", 0, "rest between faults (default 2s)")
 	f.DurationVar(&spec.Base.Work, "work", 0, "critical-section time (default 10ms)")
-	f.DurationVar(&spec.Base.Hold, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
+	f.DurationVar(&spec.Base.Dwell, "hold", 0, "add a uniformly random time in [0, hold] to each critical section (default 0)")
 	f.DurationVar(&spec.Base.AcquireTimeout, "acquire-timeout", 0, "how long a section waits for the lock before it gives up (default the op timeout; jepsen-etcd: 5.5s, of which the client in its container gets 5s, Jepsen's etcd client's timeout)")
 	f.Float64Var(&cf.readMix, "read-mix", 0, "share of each run's ops (0 to below 1) that read the storage without taking the lock, presenting no token (default 0; jepsen-etcd: 0.5, as Jepsen's gen/mix of adds and reads)")
 	f.SetAnnotation("read-mix", exampleAnnotation, []string{"0.5"})

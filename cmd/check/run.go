@@ -200,7 +200,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "lease length")
 	f.DurationVar(&cfg.Work, "work", 10*time.Millisecond, "time a holder spends in its critical section between read and write")
-	f.DurationVar(&cfg.Hold, "hold", 0, "add a uniformly random time in [0, hold] to --work in each critical section (e.g. 500ms)")
+	f.DurationVar(&cfg.Dwell, "hold", 0, "add a uniformly random time in [0, hold] to --work in each critical section (e.g. 500ms)")
 	f.Float64Var(&cfg.ReadMix, "read-mix", 0, "share of ops (0 to below 1, drawn per op) that read the storage without taking the lock, presenting no token, as Jepsen's lock-set workload mixes lock-free reads with its locked adds (about 0.5); the rest are locked sections (default 0: every op takes the lock)")
 	f.SetAnnotation("read-mix", exampleAnnotation, []string{"0.5"})
 	f.DurationVar(&cfg.PauseDuration, "pause-duration", 0, "how long a pause lasts, and the least time any other fault is held (default 2 × lease-ttl)")
