@@ -24,7 +24,7 @@ func (c *Config) faultSettings(docker bool, servers int) nemesis.Settings {
 }
 
 // faultEnv is what the faults of a run are built from over sys. The
-// recorder's parts (Hold, Observe) are the caller's to fill.
+// recorder's parts (Claims, Observe) are the caller's to fill.
 func faultEnv(cfg *Config, sys System) *nemesis.Env {
 	env := &nemesis.Env{Settings: cfg.faultSettings(false, 0), Freezer: sys.Freezer()}
 	if ds, ok := sys.(*dockerSystem); ok {
@@ -47,9 +47,9 @@ func (s *dockerSystem) describeTo(env *nemesis.Env) {
 }
 
 // buildFaults turns --nemesis into faults over sys.
-func buildFaults(cfg *Config, sys System, rec *history.Recorder, hold *nemesis.Hold) ([]nemesis.Fault, nemesis.Settings, error) {
+func buildFaults(cfg *Config, sys System, rec *history.Recorder, claims *nemesis.Claims) ([]nemesis.Fault, nemesis.Settings, error) {
 	env := faultEnv(cfg, sys)
-	env.Hold, env.Observe = hold, rec.Observe
+	env.Claims, env.Observe = claims, rec.Observe
 	// The probes a fault makes run to their end: an interrupt comes back
 	// to the caller once the faults are built.
 	faults, err := nemesis.Build(context.Background(), cfg.Nemesis, env)

@@ -46,21 +46,21 @@ const (
 func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
 	logf, progressf func(string, ...any), con *console) (phasesDone, error) {
 	var done phasesDone
-	hold := &nemesis.Hold{}
-	faults, settings, err := buildFaults(cfg, sys, rec, hold)
+	claims := &nemesis.Claims{}
+	faults, settings, err := buildFaults(cfg, sys, rec, claims)
 	if err != nil {
 		return done, err
 	}
 	sched := &nemesis.Schedule{
-		Faults:   faults,
-		Warmup:   min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
-		Interval: cfg.NemesisInterval,
-		Hold:     nemesis.HoldFor(settings),
-		Rng:      rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
-		Rec:      rec,
-		Log:      logf,
+		Faults:        faults,
+		Warmup:        min(cfg.NemesisInterval/2, cfg.TimeLimit/10),
+		Interval:      cfg.NemesisInterval,
+		FaultDuration: nemesis.FaultDuration(settings),
+		Rng:           rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
+		Rec:           rec,
+		Log:           logf,
 	}
-	d := driveWorkload(stop, cfg, st, sys, rec, live, sched, hold, logf, progressf, con)
+	d := driveWorkload(stop, cfg, st, sys, rec, live, sched, claims, logf, progressf, con)
 	interrupted := stop.Err() != nil
 	if interrupted && d.wl.err != nil && errors.Is(d.wl.err, context.Canceled) {
 		// A client cut short while it was being opened: the interrupt's
@@ -150,7 +150,7 @@ type driven struct {
 // failed); the nemesis then heals before the workload is waited for,
 // since a frozen client cannot finish its op.
 func driveWorkload(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
-	sched *nemesis.Schedule, hold *nemesis.Hold, logf, progressf func(string, ...any), con *console) driven {
+	sched *nemesis.Schedule, claims *nemesis.Claims, logf, progressf func(string, ...any), con *console) driven {
 	var d driven
 	st.phase("workload")
 	wlStart := time.Now()
@@ -162,7 +162,7 @@ func driveWorkload(stop context.Context, cfg *Config, st *runState, sys System, 
 	logf("workload: %s, %s, %s", words.Plural(cfg.Clients, "client"), words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
 	wlDone := make(chan wlResult, 1)
 	go func() {
-		n, err := runWorkload(runCtx, cfg, sys, rec, hold, logf)
+		n, err := runWorkload(runCtx, cfg, sys, rec, claims, logf)
 		wlDone <- wlResult{n, err}
 	}()
 	stopProgress := startProgress(runCtx, cfg, rec, sched, time.Now(), progressf, con.Status)

@@ -27,9 +27,9 @@ type worker struct {
 	cfg     *Config
 	rng     *rand.Rand
 	logf    func(string, ...any)
-	// hold lets the nemesis stop this process at a failpoint of its write
+	// claims lets the nemesis stop this process at a failpoint of its write
 	// until a fault is in place (pause-holder).
-	hold *nemesis.Hold
+	claims *nemesis.Claims
 	// acquireTimeout, when set, is an acquire's deadline in place of the
 	// op timeout (--acquire-timeout; the workload's sections only).
 	acquireTimeout time.Duration
@@ -49,11 +49,11 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 		timeout, timeoutFlag = w.acquireTimeout, "--acquire-timeout"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	if w.hold != nil && e.F == history.Write {
+	if w.claims != nil && e.F == history.Write {
 		// A fault holds a stopped writer while it acts and then waits
 		// for a takeover (at most the pause duration, which may have to
 		// outlast a lease); the cap only frees a writer whose fault died.
-		if hook := w.hold.Hook(w.process, max(10*time.Second, w.cfg.PauseDuration+2*w.cfg.LeaseTTL)); hook != nil {
+		if hook := w.claims.Hook(w.process, max(10*time.Second, w.cfg.PauseDuration+2*w.cfg.LeaseTTL)); hook != nil {
 			ctx = backends.WithFailpoint(ctx, hook)
 		}
 	}
@@ -147,8 +147,8 @@ func (w *worker) sectionWork() time.Duration {
 // ends the section without a write; the lock is released either way. It
 // returns an error only when the slot cannot go on.
 func (w *worker) section(ctx context.Context, key string) error {
-	if w.hold != nil {
-		defer func(p int) { w.hold.End(p) }(w.process)
+	if w.claims != nil {
+		defer func(p int) { w.claims.End(p) }(w.process)
 	}
 	var token uint64
 	acq, ok, info := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
@@ -226,7 +226,7 @@ func (w *worker) readLockFree(ctx context.Context, key string) error {
 // runWorkload drives every slot until ctx ends; each slot finishes the
 // section it is in (ops have their own timeouts).
 // It returns the first process id no slot used.
-func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Recorder, hold *nemesis.Hold, logf func(string, ...any)) (int, error) {
+func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Recorder, claims *nemesis.Claims, logf func(string, ...any)) (int, error) {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := cfg.Clients
@@ -245,7 +245,7 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 			return next, fmt.Errorf("slot %s: opening a client: %w", history.SlotName(slot), err)
 		}
 		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, hold: hold, acquireTimeout: cfg.AcquireTimeout}
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, claims: claims, acquireTimeout: cfg.AcquireTimeout}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -12,8 +12,8 @@ import (
 // holderAim places a fault on a lease holder at the one moment that
 // proves something: after its last lease check and before its write. While
 // a fault's Start waits, the aim is armed; the first client process to
-// read under a lease then is claimed (Hold), stops at its write-checked
-// failpoint (backends.FailpointWriteChecked), and the fault acts on it
+// read under a lease then is claimed (Claims), stops at its write-checked
+// failpoint (lockclient.FailpointWriteChecked), and the fault acts on it
 // there. Freezing a container or rewriting a clock takes tens of
 // milliseconds; aimed at a moment without a failpoint, the fault would
 // land before the check (which then sees the lease gone) or after the
@@ -22,9 +22,9 @@ import (
 // pause-holder freezes the stopped holder; clock-jump moves the servers'
 // clocks under it (clockAim). Both aim through this one type.
 type holderAim struct {
-	// Hold stops the chosen process at its failpoint; nil aims at
+	// Claims stops the chosen process at its failpoint; nil aims at
 	// nothing.
-	Hold *Hold
+	Claims *Claims
 
 	armed atomic.Bool
 	once  sync.Once
@@ -44,13 +44,13 @@ func (a *holderAim) init() { a.once.Do(func() { a.picks = make(chan aimPick, 1) 
 // blocks.
 func (a *holderAim) Observe(e history.Event) {
 	a.init()
-	if e.IsNemesis() || e.F != history.Read || e.Type != history.OK || a.Hold == nil {
+	if e.IsNemesis() || e.F != history.Read || e.Type != history.OK || a.Claims == nil {
 		return
 	}
 	if !a.armed.CompareAndSwap(true, false) {
 		return
 	}
-	c := a.Hold.Claim(e.Process)
+	c := a.Claims.Claim(e.Process)
 	select {
 	case a.picks <- aimPick{process: e.Process, claim: c}:
 	default:

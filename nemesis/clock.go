@@ -96,8 +96,8 @@ func init() {
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			j := &ClockJump{clocks: newClocks(env), Targets: env.Settings.Options[targetsFlag.Name],
 				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}
-			if env.Hold != nil {
-				j.Aim = &clockAim{holderAim{Hold: env.Hold}, takeoverWait{MaxWait: HoldPause(env.Settings)}}
+			if env.Claims != nil {
+				j.Aim = &clockAim{holderAim{Claims: env.Claims}, takeoverWait{MaxWait: DurationOfPause(env.Settings)}}
 				env.Observe(j.Aim.Observe)
 			}
 			return j, nil
@@ -120,7 +120,7 @@ func init() {
 		Needs: Needs{Docker: true, Servers: 3, CutsClient: true}, Flags: []usage.Flag{offsetFlag}, AimsAtHolder: true,
 		Check: checkClock, Prepare: prepareClock(nil),
 		Build: func(_ context.Context, env *Env) (Fault, error) {
-			q := &ClockJumpQuorum{clocks: newClocks(env), SlotOf: env.SlotOf, Hold: env.Hold, MaxWait: HoldPause(env.Settings)}
+			q := &ClockJumpQuorum{clocks: newClocks(env), SlotOf: env.SlotOf, Claims: env.Claims, MaxWait: DurationOfPause(env.Settings)}
 			env.Observe(q.Observe)
 			return q, nil
 		}})

@@ -132,7 +132,7 @@ func TestPrepareScript(t *testing.T) {
 // failpoint, and the holder's write goes out once another client has
 // taken the lock.
 func TestClockAimJumpsAtTheFailpointAndWaitsForATakeover(t *testing.T) {
-	a := &clockAim{holderAim{Hold: &Hold{}}, takeoverWait{MaxWait: 5 * time.Second}}
+	a := &clockAim{holderAim{Claims: &Claims{}}, takeoverWait{MaxWait: 5 * time.Second}}
 	jumped := make(chan struct{})
 	done := make(chan bool, 1)
 	go func() {
@@ -143,7 +143,7 @@ func TestClockAimJumpsAtTheFailpointAndWaitsForATakeover(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	a.Observe(history.Event{Process: 1, Type: history.OK, F: history.Read})
-	hook := a.Hold.Hook(1, 5*time.Second)
+	hook := a.Claims.Hook(1, 5*time.Second)
 	if hook == nil {
 		t.Fatal("the reader was not claimed")
 	}

@@ -21,7 +21,7 @@ import (
 // paused or could notice anything.
 //
 // Start waits (up to WaitHolder) for the next process to take the lock,
-// stops it at its write failpoint (Hold; after its last lease check),
+// stops it at its write failpoint (Claims; after its last lease check),
 // cuts its slot off from a random minority of the servers and jumps the
 // clock of one server the slot still reaches. The holder's write waits
 // until another client has taken the lock and read under it — at most
@@ -37,9 +37,9 @@ import (
 type ClockJumpQuorum struct {
 	*clocks
 	SlotOf func(process int) string
-	// Hold stops the holder at its write failpoint; nil: the clock jumps
+	// Claims stops the holder at its write failpoint; nil: the clock jumps
 	// as soon as the cut is in place.
-	Hold *Hold
+	Claims *Claims
 	// MaxWait bounds how long the stopped holder waits for a takeover.
 	MaxWait time.Duration
 	// WaitHolder bounds the wait for someone to take the lock (default
@@ -104,8 +104,8 @@ func (q *ClockJumpQuorum) Start(ctx context.Context, rng *rand.Rand) ([]string, 
 	// Claimed before anything else, so that the holder's write waits for
 	// the cut and the jump however short its critical section.
 	var claim *Claim
-	if q.Hold != nil {
-		claim = q.Hold.Claim(holder)
+	if q.Claims != nil {
+		claim = q.Claims.Claim(holder)
 		defer claim.Release()
 	}
 	slot := q.SlotOf(holder)

@@ -653,13 +653,13 @@ func TestDockerScheduleInterrupt(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			var hist bytes.Buffer
-			hold := time.Minute
+			lasts := time.Minute
 			if f == nil {
-				hold = 700 * time.Millisecond // several faults, one after another
+				lasts = 700 * time.Millisecond // several faults, one after another
 			}
 			sched := &nemesis.Schedule{Faults: fs, Interval: 100 * time.Millisecond,
-				Hold: func(nemesis.Fault) time.Duration { return hold },
-				Rng:  mrand.New(mrand.NewPCG(1, 2)), Rec: history.NewRecorder(&hist), Log: t.Logf}
+				FaultDuration: func(nemesis.Fault) time.Duration { return lasts },
+				Rng:           mrand.New(mrand.NewPCG(1, 2)), Rec: history.NewRecorder(&hist), Log: t.Logf}
 			rctx, cancel := context.WithCancel(ctx)
 			done := make(chan error, 1)
 			go func() { done <- sched.Run(rctx) }()

@@ -47,15 +47,17 @@ type Recorder interface {
 }
 
 // Schedule runs faults Jepsen-style: a quiet warm-up, then start a fault,
-// hold it, heal it, rest, and so on, with jitter drawn from one seeded rng.
+// leave it applied for its duration, heal it, rest, and so on, with
+// jitter drawn from one seeded rng.
 type Schedule struct {
 	Faults   []Fault
 	Warmup   time.Duration
 	Interval time.Duration // time between a heal and the next start
-	// Hold is how long a fault stays applied (a pause's duration).
-	Hold func(Fault) time.Duration
-	Rng  *rand.Rand
-	Rec  Recorder
+	// FaultDuration is how long a fault stays applied (a pause's
+	// duration).
+	FaultDuration func(Fault) time.Duration
+	Rng           *rand.Rand
+	Rec           Recorder
 	// Log gets a line per fault started or healed; may be nil.
 	Log func(format string, args ...any)
 
@@ -149,11 +151,11 @@ func (s *Schedule) Run(ctx context.Context) error {
 		s.active[f.Name()] = targets
 		s.mu.Unlock()
 		s.logf("nemesis: %s %s", f.Name(), strings.Join(targets, ","))
-		hold := s.Interval
-		if s.Hold != nil {
-			hold = s.Hold(f)
+		lasts := s.Interval
+		if s.FaultDuration != nil {
+			lasts = s.FaultDuration(f)
 		}
-		sleep(ctx, s.jitter(hold))
+		sleep(ctx, s.jitter(lasts))
 		err = s.heal(f)
 		ev := history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Nodes: targets}
 		if err != nil {

@@ -12,24 +12,24 @@ import (
 
 func init() {
 	Register(Kind{Name: "pause", Summary: "freeze a random client (its work and its lease keepalive) for the pause duration",
-		Needs: Needs{CutsClient: true}, Hold: HoldPause,
+		Needs: Needs{CutsClient: true}, Duration: DurationOfPause,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			return &Pause{Label: "pause", Freezer: env.Freezer, Targets: env.Slots}, nil
 		}})
 	Register(Kind{Name: "pause-holder", Summary: "freeze a lease holder between its last lease check and its write, past its lease",
-		Needs: Needs{CutsClient: true}, Hold: HoldPause, AimsAtHolder: true,
+		Needs: Needs{CutsClient: true}, Duration: DurationOfPause, AimsAtHolder: true,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
-			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Hold: env.Hold}
+			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Claims: env.Claims}
 			env.Observe(ph.Observe)
 			return ph, nil
 		}})
 	Register(Kind{Name: "pause-server", Summary: "freeze a random server node's container for the pause duration",
-		Needs: Needs{Docker: true, Servers: 1}, Hold: HoldPause,
+		Needs: Needs{Docker: true, Servers: 1}, Duration: DurationOfPause,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			return &Pause{Label: "pause-server", Freezer: env.Freezer, Targets: env.AllServers}, nil
 		}})
 	Register(Kind{Name: "pause-leader", Summary: "freeze the node the lock service says leads, for the pause duration",
-		Needs: Needs{Docker: true, Servers: 1, Leader: true}, Hold: HoldPause,
+		Needs: Needs{Docker: true, Servers: 1, Leader: true}, Duration: DurationOfPause,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			return &Pause{Label: "pause-leader", Freezer: env.Freezer, Targets: env.Leader}, nil
 		}})
@@ -109,8 +109,8 @@ type PauseHolder struct {
 	Freezer Freezer
 	// TargetOf names the container or slot that runs a client process.
 	TargetOf func(process int) string
-	// Hold stops the chosen process at its failpoint.
-	Hold *Hold
+	// Claims stops the chosen process at its failpoint.
+	Claims *Claims
 
 	aim    holderAim
 	once   sync.Once
@@ -119,7 +119,7 @@ type PauseHolder struct {
 
 func (p *PauseHolder) Name() string { return "pause-holder" }
 
-func (p *PauseHolder) init() { p.once.Do(func() { p.aim.Hold = p.Hold }) }
+func (p *PauseHolder) init() { p.once.Do(func() { p.aim.Claims = p.Claims }) }
 
 // Observe is a history observer (holderAim.Observe); it never blocks.
 func (p *PauseHolder) Observe(e history.Event) {
@@ -144,9 +144,9 @@ func (p *PauseHolder) Start(ctx context.Context, _ *rand.Rand) ([]string, error)
 
 func (p *PauseHolder) Stop(ctx context.Context) error { return p.frozen.thawAll(ctx, p.Freezer) }
 
-// Hold lets a fault stop a client process at its next failpoint for as
+// Claims lets a fault stop a client process at its next failpoint for as
 // long as it takes to put the fault in place.
-type Hold struct {
+type Claims struct {
 	mu     sync.Mutex
 	claims map[int]*Claim
 }
@@ -158,7 +158,7 @@ type Claim struct {
 }
 
 // Claim marks process p: its next failpoint will stop and wait.
-func (h *Hold) Claim(p int) *Claim {
+func (h *Claims) Claim(p int) *Claim {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.claims == nil {
@@ -190,7 +190,7 @@ func (c *Claim) Release() { c.release.Do(func() { close(c.released) }) }
 // Hook is the failpoint hook for process p's next op, nil when p is not
 // claimed. At the failpoint it reports the process stopped and waits to be
 // released (at most max, so a fault that dies cannot stall a client).
-func (h *Hold) Hook(p int, max time.Duration) func(string) {
+func (h *Claims) Hook(p int, max time.Duration) func(string) {
 	h.mu.Lock()
 	c := h.claims[p]
 	h.mu.Unlock()
@@ -209,7 +209,7 @@ func (h *Hold) Hook(p int, max time.Duration) func(string) {
 }
 
 // End says p's section is over: a claim it never reached is dropped.
-func (h *Hold) End(p int) {
+func (h *Claims) End(p int) {
 	h.mu.Lock()
 	c := h.claims[p]
 	delete(h.claims, p)

@@ -3,10 +3,10 @@ package nemesis
 // The fault registry. Each fault describes itself here, from an init
 // function in its own file (pause.go, pauseall.go, partition.go, kill.go,
 // latency.go, clock.go): its --nemesis word, a line for --help, what it
-// needs of the cluster, how long it holds, its own flags, and how it is
+// needs of the cluster, how long it lasts, its own flags, and how it is
 // built from an Env. The
 // harness asks the registry — to validate --nemesis before anything is
-// created, to build the faults, to know how long each holds — and never
+// created, to build the faults, to know how long each lasts — and never
 // names a fault.
 //
 // Adding a fault is one new file in this package plus its tests: a type
@@ -61,9 +61,10 @@ type Kind struct {
 	// put safety at stake nowhere missed its point, and by default is not
 	// a pass (--min-exposures; see AimedAtHolders).
 	AimsAtHolder bool
-	// Hold is how long each injection stays applied, from the run's
-	// settings: HoldPause or HoldLonger (the default when nil).
-	Hold func(Settings) time.Duration
+	// Duration is how long each injection stays applied, from the run's
+	// settings: DurationOfPause or DurationOfInterval (the default when
+	// nil).
+	Duration func(Settings) time.Duration
 	// Flags are the fault's own flags, refused unless the fault is
 	// chosen.
 	Flags []usage.Flag
@@ -118,13 +119,13 @@ type Settings struct {
 	Options map[string]string
 }
 
-// HoldPause holds a fault for the pause duration (by default twice the
+// DurationOfPause keeps a fault applied for the pause duration (by default twice the
 // lease, so that a lease held by what was paused expires).
-func HoldPause(s Settings) time.Duration { return s.PauseDuration }
+func DurationOfPause(s Settings) time.Duration { return s.PauseDuration }
 
-// HoldLonger holds a fault for the nemesis interval but never shorter than
+// DurationOfInterval keeps a fault applied for the nemesis interval but never shorter than
 // a pause, so that a partition or a kill also outlasts a lease.
-func HoldLonger(s Settings) time.Duration { return max(s.Interval, s.PauseDuration) }
+func DurationOfInterval(s Settings) time.Duration { return max(s.Interval, s.PauseDuration) }
 
 // DB is what the faults need of the lock service's servers (a backends.DB
 // has it).
@@ -140,8 +141,8 @@ type Env struct {
 	Settings Settings
 	// Freezer pauses client slots c1..cN and, in Docker, nodes.
 	Freezer Freezer
-	// Hold stops a client process at its next failpoint for a fault.
-	Hold *Hold
+	// Claims stops a client process at its next failpoint for a fault.
+	Claims *Claims
 	// Observe adds an observer of every recorded event (a history
 	// observer must never block).
 	Observe func(func(history.Event))
@@ -370,13 +371,13 @@ func Check(name string, s Settings) error {
 	return nil
 }
 
-// HoldFor is how long each of a run's faults stays applied.
-func HoldFor(s Settings) func(Fault) time.Duration {
+// FaultDuration is how long each of a run's faults stays applied.
+func FaultDuration(s Settings) func(Fault) time.Duration {
 	return func(f Fault) time.Duration {
-		if k, ok := kinds[f.Name()]; ok && k.Hold != nil {
-			return k.Hold(s)
+		if k, ok := kinds[f.Name()]; ok && k.Duration != nil {
+			return k.Duration(s)
 		}
-		return HoldLonger(s)
+		return DurationOfInterval(s)
 	}
 }
 

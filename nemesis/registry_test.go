@@ -100,23 +100,23 @@ func TestCheckNamesRefusesBadLists(t *testing.T) {
 	}
 }
 
-// Pauses hold for the pause duration; the rest for the interval, never
+// Pauses last the pause duration; the rest for the interval, never
 // shorter than a pause.
-func TestHoldForAsksEachFault(t *testing.T) {
+func TestFaultDurationAsksEachFault(t *testing.T) {
 	s := Settings{PauseDuration: 4 * time.Second, Interval: 10 * time.Second}
-	hold := HoldFor(s)
+	duration := FaultDuration(s)
 	for name, want := range map[string]time.Duration{
 		"pause": 4 * time.Second, "pause-holder": 4 * time.Second, "pause-server": 4 * time.Second, "pause-leader": 4 * time.Second,
 		"pause-all": 4 * time.Second,
 		"partition": 10 * time.Second, "kill": 10 * time.Second, "latency": 10 * time.Second,
 	} {
-		if got := hold(named(name)); got != want {
-			t.Errorf("%s holds %s, want %s", name, got, want)
+		if got := duration(named(name)); got != want {
+			t.Errorf("%s lasts %s, want %s", name, got, want)
 		}
 	}
 	s.Interval = time.Second
-	if got := HoldFor(s)(named("partition-one")); got != 4*time.Second {
-		t.Errorf("a partition with a short interval holds %s, want the pause duration", got)
+	if got := FaultDuration(s)(named("partition-one")); got != 4*time.Second {
+		t.Errorf("a partition with a short interval lasts %s, want the pause duration", got)
 	}
 }
 
@@ -127,10 +127,10 @@ func (n named) Start(context.Context, *rand.Rand) ([]string, error) { return nil
 func (n named) Stop(context.Context) error                          { return nil }
 
 // Build makes each fault under its own word (the schedule's events and
-// HoldFor go by it), and refuses what the cluster cannot inject.
+// FaultDuration go by it), and refuses what the cluster cannot inject.
 func TestBuildMakesEachFaultUnderItsWord(t *testing.T) {
 	var observers int
-	env := &Env{Settings: Settings{Backend: "x", Docker: true, Servers: 3, Clients: 2}, Hold: &Hold{},
+	env := &Env{Settings: Settings{Backend: "x", Docker: true, Servers: 3, Clients: 2}, Claims: &Claims{},
 		Observe: func(func(history.Event)) { observers++ }, ServerNodes: []string{"n1", "n2", "n3"}, Storage: "s"}
 	for _, n := range Names() {
 		if n == None || n == "latency" { // latency probes the nodes first (docker_test.go)
