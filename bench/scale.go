@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/history/simulate"
 	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/runstore"
 

@@ -191,10 +191,10 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	}
 	var md, page strings.Builder
 	c := &result.Comparison{Preset: m.Preset, Published: m.Published, Runs: 1}
-	if err := reports.WriteCompareMarkdown(&md, c); err != nil || !strings.Contains(md.String(), "Published: Jepsen's analysis") {
+	if err := result.WriteCompareMarkdown(&md, c); err != nil || !strings.Contains(md.String(), "Published: Jepsen's analysis") {
 		t.Errorf("compare.md does not show the published figure (%v):\n%s", err, md.String())
 	}
-	if err := reports.WriteCompareHTML(&page, c); err != nil || !strings.Contains(page.String(), `id="published"`) {
+	if err := result.WriteCompareHTML(&page, c); err != nil || !strings.Contains(page.String(), `id="published"`) {
 		t.Errorf("compare.html does not show the published figure (%v)", err)
 	}
 	trusting := func(r Row) Row { r.LeaseCheck = "none"; return r }
@@ -420,7 +420,7 @@ func TestCompareMarkdown(t *testing.T) {
 	}
 	c.Errors = countErrors(c)
 	var b strings.Builder
-	if err := reports.WriteCompareMarkdown(&b, c); err != nil {
+	if err := result.WriteCompareMarkdown(&b, c); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -442,7 +442,7 @@ func TestCompareMarkdown(t *testing.T) {
 		t.Error("a comparison with an error exits 255")
 	}
 	dir := t.TempDir()
-	if err := reports.WriteComparison(dir, c); err != nil {
+	if err := result.WriteComparison(dir, c); err != nil {
 		t.Fatal(err)
 	}
 	html, err := os.ReadFile(filepath.Join(dir, "compare.html"))

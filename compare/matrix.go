@@ -4,7 +4,7 @@
 // in-memory results: verdict counts, the median time to the first
 // violation, acquisitions per second, the share of acquisitions that
 // succeeded and the share of acknowledged updates lost. The result's types
-// (Comparison, its rows, cells and runs) are compare/result's; reports
+// (Comparison, its rows, cells and runs) are compare/result's, which also
 // draws the tables; runstore names their files and says where they go.
 //
 // A matrix can be split over machines (Shard, RunShard: a deterministic

@@ -17,7 +17,6 @@ import (
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/verdict"
-	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -255,7 +254,7 @@ func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 		c.Rows = append(c.Rows, row)
 	}
 	c.Errors = countErrors(c)
-	if err := reports.WriteComparison(out, c); err != nil {
+	if err := result.WriteComparison(out, c); err != nil {
 		return c, fmt.Errorf("writing the merged comparison: %w (choose another --out)", err)
 	}
 	return c, nil

@@ -13,7 +13,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -97,7 +96,7 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	// The tables exist from the start, every cell "not run": a comparison
 	// killed before its first cell is complete still says what it was
 	// (and a shard of it is merged as missing runs, not refused).
-	if err := reports.WriteComparison(dir, c); err != nil {
+	if err := result.WriteComparison(dir, c); err != nil {
 		return c, fmt.Errorf("writing the comparison: %w", err)
 	}
 	s := &schedule{sig: sig, m: m, c: c, shard: shard, dir: dir, progress: progress, clusters: clusters, take: take, started: started}
@@ -106,7 +105,7 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	}
 	c.Errors = countErrors(c)
 	c.DurationS = time.Since(started).Seconds()
-	if err := reports.WriteComparison(dir, c); err != nil {
+	if err := result.WriteComparison(dir, c); err != nil {
 		return c, fmt.Errorf("writing the comparison: %w", err)
 	}
 	fmt.Fprintf(progress, "compare: done in %s: %s\n", time.Since(started).Round(time.Second), runstore.Comparison(dir).HTML())

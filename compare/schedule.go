@@ -11,7 +11,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/slots"
 	"github.com/fencecheck/fencecheck/internal/units"
-	"github.com/fencecheck/fencecheck/reports"
 )
 
 // job is one run of the matrix: row, fault column and run index.
@@ -167,7 +166,7 @@ func (s *schedule) sumUp(cell [2]int, runs map[int]result.CompareRun) {
 	if s.sig.Stop.Err() != nil {
 		s.c.Interrupted = true
 	}
-	if err := reports.WriteComparison(s.dir, s.c); err != nil && s.err == nil {
+	if err := result.WriteComparison(s.dir, s.c); err != nil && s.err == nil {
 		s.err = fmt.Errorf("writing the comparison: %w", err)
 	}
 }

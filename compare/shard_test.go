@@ -17,7 +17,6 @@ import (
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
-	"github.com/fencecheck/fencecheck/reports"
 )
 
 func TestParseShard(t *testing.T) {
@@ -123,7 +122,7 @@ func TestMergeRefusesShardsThatDoNotFit(t *testing.T) {
 	emptyShard(t, shardSpec(2*time.Second), Shard{2, 4}, dir("a2of4"))
 	emptyShard(t, shardSpec(2*time.Second), Shard{2, 3}, dir("a2again"))
 	m, _ := Expand(shardSpec(2 * time.Second))
-	if err := reports.WriteComparison(dir("whole"), &result.Comparison{Faults: m.Faults}); err != nil {
+	if err := result.WriteComparison(dir("whole"), &result.Comparison{Faults: m.Faults}); err != nil {
 		t.Fatal(err)
 	}
 	out := dir("merged")
@@ -191,7 +190,7 @@ func TestMergeOfACutComparisonIsTheComparison(t *testing.T) {
 			part.Rows = append(part.Rows, row)
 		}
 		d := filepath.Join(root, "shard", string(rune('0'+i)))
-		if err := reports.WriteComparison(d, &part); err != nil {
+		if err := result.WriteComparison(d, &part); err != nil {
 			t.Fatal(err)
 		}
 		dirs = append(dirs, d)

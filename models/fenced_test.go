@@ -9,7 +9,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/history/simulate"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 

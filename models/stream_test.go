@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fencecheck/fencecheck/history/simulate"
 	"github.com/fencecheck/fencecheck/internal/bound"
-	"github.com/fencecheck/fencecheck/internal/simulate"
 	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/lockclient"
 

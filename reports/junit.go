@@ -161,7 +161,7 @@ func WriteJUnitFile(path string, r *Run) error {
 			return err
 		}
 	}
-	return writeFile(path, func(f *os.File) error { return WriteJUnit(f, r) })
+	return runstore.WriteFile(path, func(f *os.File) error { return WriteJUnit(f, r) })
 }
 
 // rerunText tells CI how to rerun and where to look.

@@ -12,8 +12,6 @@
 //   - the machine-readable outputs: results.json (results.go, load.go),
 //     JUnit (junit.go), the GitHub step summary (stepsummary.go) and the
 //     terminal summary (summary.go);
-//   - the comparison's compare.json, compare.md and compare.html
-//     (compare.go), from compare/result's Comparison, which compare fills;
 //   - the store's server and index (serve.go, index.go).
 //
 // Reports only read: they never change a verdict, judge a history (that is
@@ -27,7 +25,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
@@ -117,10 +114,10 @@ func (r *Run) End() int64 {
 // keys) into the run's directory.
 func WriteAll(r *Run) error {
 	var errs []error
-	if err := writeFile(runstore.Run(r.Dir).Results(), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
+	if err := runstore.WriteFile(runstore.Run(r.Dir).Results(), func(f *os.File) error { return WriteResults(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
-	if err := writeFile(runstore.Run(r.Dir).Report(), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
+	if err := runstore.WriteFile(runstore.Run(r.Dir).Report(), func(f *os.File) error { return WriteHTML(f, r) }); err != nil {
 		errs = append(errs, err)
 	}
 	if err := writeVisualizations(r); err != nil {
@@ -151,34 +148,6 @@ func WriteOutputs(r *Run, junit, stepSummary string) []string {
 	return unwritten
 }
 
-// writeFile writes path whole or not at all: fill writes a temporary
-// file beside it, which then replaces path in one rename. A reader — a
-// person, CI, `check serve` — sees the old file or the new one, never
-// half of one, and a write that fails (a full disk) leaves the old file
-// as it was.
-func writeFile(path string, fill func(*os.File) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	err = fill(f)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
-	}
-	return nil
-}
-
 // visualizedKey is the key whose porcupine visualization stands as
 // linearizability.html: the first invalid key, else the first key (in
 // natural order).
@@ -204,7 +173,7 @@ func writeVisualizations(r *Run) error {
 	}
 	var errs []error
 	k := &r.Result.Keys[i]
-	if err := writeFile(runstore.Run(r.Dir).Visualization(), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+	if err := runstore.WriteFile(runstore.Run(r.Dir).Visualization(), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
 		errs = append(errs, err)
 	}
 	if len(r.Result.Keys) > 1 {
@@ -216,7 +185,7 @@ func writeVisualizations(r *Run) error {
 			if !k.CanVisualize() {
 				continue
 			}
-			if err := writeFile(runstore.Run(r.Dir).KeyVisualization(safeName(k.Key)), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
+			if err := runstore.WriteFile(runstore.Run(r.Dir).KeyVisualization(safeName(k.Key)), func(f *os.File) error { return k.Visualize(f, r.Faults) }); err != nil {
 				errs = append(errs, err)
 			}
 		}

@@ -6,6 +6,7 @@
 // makes, names or lists a run directory or a file in it asks this package
 // (a Run's methods name each file of a run, a Comparison's each table):
 // nothing else spells a name on disk or joins one to a store's path.
+// WriteFile is how a file of the store is written: whole or not at all.
 //
 // It must never decide what a file says: it does not check a history,
 // judge a verdict or format a report (the harness, models and reports do),
@@ -263,3 +264,31 @@ func (d RunDir) History() string { return path.Join(d.Path, HistoryFile) }
 // Results is the path of the run's results.json in the store's file
 // system.
 func (d RunDir) Results() string { return path.Join(d.Path, ResultsFile) }
+
+// WriteFile writes path whole or not at all: fill writes a temporary
+// file beside it, which then replaces path in one rename. A reader — a
+// person, CI, `check serve` — sees the old file or the new one, never
+// half of one, and a write that fails (a full disk) leaves the old file
+// as it was.
+func WriteFile(path string, fill func(*os.File) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	err = fill(f)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", filepath.Base(path), err)
+	}
+	return nil
+}

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/history/simulate"
 )
 
 // SIGINT during analyze stops the check, which has no workload to stop:

@@ -1,7 +1,14 @@
-// Package result holds a comparison's result: the matrix `check compare`
-// fills (rows, cells, runs), the shard and merge bookkeeping, and reading
-// compare.json back. compare fills these values and reports renders them;
-// this package does neither, and does no I/O but reading a compare.json.
+// Package result holds a comparison's result and its files: the matrix
+// `check compare` fills (rows, cells, runs), the shard and merge
+// bookkeeping, writing compare.json, compare.md and compare.html
+// (files.go, compare.html.tmpl) and reading compare.json back. compare
+// fills these values; this package neither runs a test nor judges one,
+// and writes nothing but the three files of a comparison.
+//
+// The tables are drawn here and not in reports because compare is their
+// one reader and writer: were reports to draw them, reports would import
+// compare's result while compare imports reports (for a run's stats), a
+// loop between the two folders.
 package result
 
 import (

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/internal/simulate"
+	"github.com/fencecheck/fencecheck/history/simulate"
 	"github.com/fencecheck/fencecheck/models"
 )
 

@@ -3,6 +3,11 @@
 // benchmarks and tests. It is test support: only bench and tests use it,
 // and it must never be imported by the checker, the harness or anything a
 // run depends on, nor judge a history itself (models does that).
+//
+// It lives under history, the format it writes and its one dependency,
+// rather than in internal: internal's helpers stand beneath every other
+// folder (history itself uses internal/jsonerr), so a helper there that
+// imported history would tie the two folders in a loop.
 package simulate
 
 import (

@@ -1,4 +1,4 @@
-package reports
+package result
 
 import (
 	_ "embed"
@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -27,14 +26,14 @@ func reportLink(dir string) string {
 }
 
 // WriteCompareMarkdown writes compare.md: the matrix as a Markdown table.
-func WriteCompareMarkdown(w io.Writer, c *result.Comparison) error {
+func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 	var b strings.Builder
 	b.WriteString("# fencecheck compare\n\n")
 	fmt.Fprintf(&b, "Started %s", c.Started)
 	if c.Preset != "" {
 		fmt.Fprintf(&b, ", preset %s", c.Preset)
 	}
-	fmt.Fprintf(&b, "; %s per cell of %s each", words.Plural(c.Runs, "run"), result.Seconds(c.TimeLimitS))
+	fmt.Fprintf(&b, "; %s per cell of %s each", words.Plural(c.Runs, "run"), Seconds(c.TimeLimitS))
 	if c.Clients > 0 {
 		fmt.Fprintf(&b, ", %s", c.Shared())
 	}
@@ -136,7 +135,7 @@ func mdLine(s string) string {
 // cell has the comparison's seed + r, so a merged cell missing its first
 // run still calls its second "run 2"; a seed outside the cell's runs
 // falls back to the position.
-func runNo(c *result.Comparison, i int, run result.CompareRun) int64 {
+func runNo(c *Comparison, i int, run CompareRun) int64 {
 	if n := run.Seed - c.Seed + 1; n >= 1 && n <= int64(c.Runs) {
 		return n
 	}
@@ -148,20 +147,20 @@ var compareTemplate string
 
 var compareTmpl = template.Must(template.New("compare").Funcs(template.FuncMap{
 	"link":    reportLink,
-	"seconds": result.Seconds,
+	"seconds": Seconds,
 	"plural":  words.Plural,
 	"runNo":   runNo,
 }).Parse(compareTemplate))
 
 // WriteCompareHTML writes compare.html.
-func WriteCompareHTML(w io.Writer, c *result.Comparison) error {
+func WriteCompareHTML(w io.Writer, c *Comparison) error {
 	return compareTmpl.Execute(w, c)
 }
 
 // WriteComparison writes compare.json, compare.md and compare.html into
 // dir.
-func WriteComparison(dir string, c *result.Comparison) error {
-	c.Schema = result.CompareSchema
+func WriteComparison(dir string, c *Comparison) error {
+	c.Schema = CompareSchema
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -178,7 +177,7 @@ func WriteComparison(dir string, c *result.Comparison) error {
 		{runstore.Comparison(dir).HTML(), func(w io.Writer) error { return WriteCompareHTML(w, c) }},
 	}
 	for _, f := range files {
-		if err := writeFile(f.path, func(o *os.File) error { return f.fill(o) }); err != nil {
+		if err := runstore.WriteFile(f.path, func(o *os.File) error { return f.fill(o) }); err != nil {
 			return err
 		}
 	}
