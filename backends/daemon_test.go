@@ -6,7 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
@@ -14,22 +15,22 @@ import (
 // the error carries the tail of the server's log.
 func TestServerThatNeverStartsFailsWithItsLog(t *testing.T) {
 	ctx := context.Background()
-	cli := dockertest.Engine(t, compose.Connect)
-	image, err := compose.EnsureImage(ctx, cli, nil)
+	cli := dockertest.Engine(t, engine.Connect)
+	image, err := images.EnsureImage(ctx, cli, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := dockertest.CheckBinary(t)
-	c, err := compose.Up(ctx, cli, compose.Spec{TestID: "daemon-test", Image: image, Servers: 1, Binary: bin})
+	c, err := engine.Up(ctx, cli, engine.Spec{TestID: "daemon-test", Image: image, Servers: 1, Binary: bin})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Down(context.Background()) })
-	if err := StartDaemon(ctx, c, "n1", "broken", []string{"sh", "-c", "echo 'FATAL: data directory is corrupt'; exit 1"}, compose.ExecOptions{}); err != nil {
+	if err := StartDaemon(ctx, c, "n1", "broken", []string{"sh", "-c", "echo 'FATAL: data directory is corrupt'; exit 1"}, engine.ExecOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = WaitUntil(ctx, c, "n1", "broken", []string{compose.BinaryPath, "probe", "http://127.0.0.1:9/health"}, 3*time.Second)
+	err = WaitUntil(ctx, c, "n1", "broken", []string{engine.BinaryPath, "probe", "http://127.0.0.1:9/health"}, 3*time.Second)
 	if err == nil {
 		t.Fatal("a server that never started was reported ready")
 	}

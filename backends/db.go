@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 )
 
 // ClientSpec is everything an agent needs to open a Client, passed to
@@ -42,15 +42,15 @@ type ClientSpec struct {
 type DB interface {
 	// Setup configures and starts the servers on the nodes and returns
 	// when the service answers (or fails with the servers' log tails).
-	Setup(ctx context.Context, c *compose.Cluster, nodes []string) error
+	Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	// Endpoints are what the clients connect to.
 	Endpoints() []string
 	// Kill stops a node's server at once (SIGKILL); Start brings it back
 	// with its data.
-	Kill(ctx context.Context, c *compose.Cluster, node string) error
-	Start(ctx context.Context, c *compose.Cluster, node string) error
+	Kill(ctx context.Context, c *engine.Cluster, node string) error
+	Start(ctx context.Context, c *engine.Cluster, node string) error
 	// Primary is the node that leads now ("" when the service has none).
-	Primary(ctx context.Context, c *compose.Cluster) (string, error)
+	Primary(ctx context.Context, c *engine.Cluster) (string, error)
 	// LogFiles are the server logs to collect from every server node.
 	LogFiles() []string
 	// Info describes the servers for the report (versions).
@@ -108,7 +108,7 @@ type ServerVersion struct {
 // briefly, and records a node that does not answer as unknown: a version
 // query never fails a run or changes its verdict.
 type VersionAsker interface {
-	AskVersion(ctx context.Context, c *compose.Cluster, node string) (ServerVersion, error)
+	AskVersion(ctx context.Context, c *engine.Cluster, node string) (ServerVersion, error)
 }
 
 // Release is the leading release number of a version answer, e.g.

@@ -7,7 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 )
@@ -22,14 +23,14 @@ func failedRow(name string, err error) row {
 func dockerRows() []row {
 	ctx := context.Background()
 	var rows []row
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		return []row{failedRow("docker", err)}
 	}
 	defer cli.Close()
 
 	start := time.Now()
-	if _, err := compose.BuildImage(ctx, cli, nil); err != nil {
+	if _, err := images.BuildImage(ctx, cli, nil); err != nil {
 		rows = append(rows, failedRow("image build, cached", err))
 	} else {
 		d := time.Since(start).Seconds()
@@ -39,7 +40,7 @@ func dockerRows() []row {
 	for _, n := range []int{3, 5} {
 		id := fmt.Sprintf("bench-up%d", n)
 		start := time.Now()
-		c, err := compose.Up(ctx, cli, compose.Spec{TestID: id, Image: compose.ImageTag(), Servers: n, Storage: true, Clients: 5})
+		c, err := engine.Up(ctx, cli, engine.Spec{TestID: id, Image: images.ImageTag(), Servers: n, Storage: true, Clients: 5})
 		if err != nil {
 			rows = append(rows, failedRow(fmt.Sprintf("cluster up, %d servers + storage + 5 clients", n), err))
 			continue

@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
@@ -80,9 +80,9 @@ func longRows(limit, every time.Duration, samplesFile string) []row {
 	if out != nil && out.TestID != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		problems, healErr = healProblems(ctx, out.TestID)
-		cli, err := compose.Connect(ctx)
+		cli, err := engine.Connect(ctx)
 		if err == nil {
-			if err := compose.DownAll(ctx, cli, out.TestID); err != nil {
+			if err := engine.DownAll(ctx, cli, out.TestID); err != nil {
 				fmt.Fprintf(os.Stderr, "bench: taking down %s: %v (check cluster down --id %s)\n", out.TestID, err, out.TestID)
 			}
 			cli.Close()

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/etcd"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -18,12 +19,12 @@ import (
 // latency rules left in iptables, a delayer still running, an etcd member
 // that is down or sees no leader.
 func healProblems(ctx context.Context, testID string) (problems []string, err error) {
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer cli.Close()
-	c, err := compose.Attach(ctx, cli, testID)
+	c, err := engine.Attach(ctx, cli, testID)
 	if err != nil {
 		return nil, err
 	}
@@ -52,8 +53,8 @@ if [ -e /run/fencecheck-delay.pid ]; then echo "delayer running"; fi`, nemesis.F
 		if strings.Contains(res.Stdout, "delayer running") {
 			problems = append(problems, n.Name+": the latency delayer still runs")
 		}
-		if n.Role == compose.RoleServer {
-			res, err := c.Exec(ctx, n.Name, []string{compose.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", etcd.ClientPort)})
+		if n.Role == engine.RoleServer {
+			res, err := c.Exec(ctx, n.Name, []string{engine.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", etcd.ClientPort)})
 			if err != nil || res.ExitCode != 0 {
 				problems = append(problems, fmt.Sprintf("%s: etcd not healthy (%v %s)", n.Name, err, strings.TrimSpace(res.Stdout+res.Stderr)))
 			}
@@ -66,12 +67,12 @@ if [ -e /run/fencecheck-delay.pid ]; then echo "delayer running"; fi`, nemesis.F
 func imagePresent() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer cli.Close()
-	tag := compose.ImageTag()
+	tag := images.ImageTag()
 	if _, err := cli.ImageInspect(ctx, tag); err != nil {
 		return fmt.Errorf("the node image %s is not on the daemon (%v): build it first with check image build", tag, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/network"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/harness"
 )
 
@@ -24,7 +24,7 @@ import (
 // included.
 func TestDockerParallelInterrupt(t *testing.T) {
 	bin := dockerOrSkip(t)
-	cli, err := compose.Connect(context.Background())
+	cli, err := engine.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestDockerParallelInterrupt(t *testing.T) {
 		t.Fatalf("found the test ids %v in %d logs, want the 3 runs'", ids, len(logs))
 	}
 	for id := range ids {
-		f := filters.NewArgs(filters.Arg("label", compose.LabelTest+"="+id))
+		f := filters.NewArgs(filters.Arg("label", engine.LabelTest+"="+id))
 		cs, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: f})
 		if err != nil || len(cs) > 0 {
 			t.Errorf("%s: %d containers left behind (%v)", id, len(cs), err)

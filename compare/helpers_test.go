@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	_ "github.com/fencecheck/fencecheck/backends/all" // the backends the tests run
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
@@ -20,7 +20,7 @@ func quiet() harness.Signals {
 // (internal/dockertest).
 func dockerOrSkip(t *testing.T) string {
 	t.Helper()
-	dockertest.Engine(t, compose.Connect)
+	dockertest.Engine(t, engine.Connect)
 	return dockertest.CheckBinary(t)
 }
 

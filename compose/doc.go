@@ -1,24 +1,33 @@
-// Package compose builds the fencecheck node image and brings up, drives and
-// tears down the containers of one test: a private bridge network with the
-// servers n1..nN, an optional "storage" node and the clients c1..cM.
+// Package compose is fencecheck's Docker layer: it makes the images a
+// test's containers run and brings up, drives and tears down those
+// containers. It is a folder of three packages, one per job, and holds no
+// code itself:
 //
-// An image build shows one line per step and keeps the tools' output in a
-// log file (BuildOutput, steps.go) unless asked to stream it.
+//   - compose/engine drives the Docker Engine: Connect, and one test's
+//     cluster (a private bridge network with the servers n1..nN, an
+//     optional "storage" node and the clients c1..cM): Up, Exec, Pause,
+//     copies and logs, Down, and List and DownAll for what a crashed run
+//     left behind;
+//   - compose/images builds the images: the core and node images, a
+//     client's image, the server images (etcd, redis), and the servers
+//     compiled from the Go module proxy (the wrapper modules etcd35, etcd36
+//     and etcd37, and kubeapiserver, under it), with a build's
+//     one-line-per-step output;
+//   - compose/sshtransport carries the engine's API over ssh, for an
+//     ssh:// DOCKER_HOST.
 //
-// It talks to the Docker Engine through the Go SDK only and never runs the
-// docker command line here. The engine may be remote (Connect: ssh:// or
-// tcp:// with TLS): everything, the image build included, goes through the
-// API, and nothing may assume the engine is local — no socket path, no
-// /var/lib/docker, no dialling a container's address. For ssh:// the
-// connection itself is `ssh host docker system dial-stdio`, the docker
-// command running on the remote host as the transport.
+// images uses engine (to ask the engine about an image, and for its error
+// messages); engine uses sshtransport; nothing here uses images but the
+// callers.
 //
-// It knows nothing of locks or faults and starts no server: the node images
-// it builds carry the servers — the core image the ones compiled on the host
-// (the etcd 3.6 wrapper, etcd36/), the node image Debian's on top of it
-// (image.go) — but their containers run `sleep infinity`,
-// and the backends start the servers in them with Exec. It must never pull an image from a registry, and
-// every object it creates carries the labels fencecheck=1 and
-// fencecheck.test=<test id> so that List and DownAll can find what a crashed
-// run left behind.
+// The name is not the docker-compose tool, and fencecheck never runs it
+// (nor the docker command line): it talks to the Docker Engine through
+// the Go SDK only, so that an engine on another host serves as well as
+// the local one, every object carries the labels of the test that made
+// it, and every answer has a bound. docker-compose.yml here describes the
+// cluster Up creates for a person who brings it up by hand with docker
+// compose; engine's tests keep the two equal.
+//
+// Nothing here knows of locks or faults or starts a lock server, and
+// nothing ever pulls an image from a registry.
 package compose

@@ -18,7 +18,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/words"
@@ -32,7 +33,7 @@ import (
 // running `check agent` processes.
 type dockerSystem struct {
 	cfg     *Config
-	cluster *compose.Cluster
+	cluster *engine.Cluster
 	db      backends.DB
 	// servers are the lock service's nodes, n1..nN.
 	servers []string
@@ -151,7 +152,7 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir runstore.Run
 	if err != nil {
 		return nil, err
 	}
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -162,12 +163,12 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir runstore.Run
 	st.phase("image")
 	// The images and compiles a run may need print one line per step
 	// (the tools' output in a log file) unless --verbose-build.
-	build := compose.NewBuildOutput(progress, compose.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: compose.BuildLogDir()})
+	build := images.NewBuildOutput(progress, images.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: images.BuildLogDir()})
 	defer build.Close()
 	progress = build
-	ensureImage := compose.EnsureImage
+	ensureImage := images.EnsureImage
 	if coreImageEnough(b, cfg, cfg.setup(id)) {
-		ensureImage = compose.EnsureCoreImage
+		ensureImage = images.EnsureCoreImage
 	}
 	image, err := ensureImage(ctx, cli, progress)
 	if err != nil {
@@ -189,7 +190,7 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir runstore.Run
 	}
 	clientImage := ""
 	if cfg.client != nil {
-		clientImage, err = compose.EnsureClientImage(ctx, cli, image, cfg.client, progress)
+		clientImage, err = images.EnsureClientImage(ctx, cli, image, cfg.client, progress)
 		if err != nil {
 			return nil, fmt.Errorf("the image of client %s: %w", cfg.client.Manifest.Name, err)
 		}
@@ -198,7 +199,7 @@ func openDocker(ctx context.Context, cfg *Config, st *runState, dir runstore.Run
 	start := time.Now()
 	st.phase("cluster")
 	st.clusterAsked = true
-	spec := compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage, ServerImage: cfg.ServerImage}
+	spec := engine.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage, ServerImage: cfg.ServerImage}
 	key := warmKey(cfg, st, spec)
 	cl, err := upCluster(ctx, cli, spec, st, key, logf)
 	if err != nil {
@@ -262,8 +263,8 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 	node := history.SlotName(slot)
 	process := processOf(ctx, slot)
 	init := s.initFor(node, process)
-	cmd := []string{compose.BinaryPath, "agent"}
-	opts := compose.ExecOptions{}
+	cmd := []string{engine.BinaryPath, "agent"}
+	opts := engine.ExecOptions{}
 	who := fmt.Sprintf("the agent in %s (process %d)", node, process)
 	if cl := s.cfg.client; cl != nil {
 		cmd = cl.Manifest.Command
@@ -497,7 +498,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	}
 	if s.cfg.KeepCluster {
 		s.logf("cluster %s kept (--keep-cluster): docker exec -it %s bash; remove it with: check cluster down --id %s",
-			s.cluster.TestID, compose.ContainerName(s.cluster.TestID, "n1"), s.cluster.TestID)
+			s.cluster.TestID, engine.ContainerName(s.cluster.TestID, "n1"), s.cluster.TestID)
 		return errors.Join(errs...)
 	}
 	if err := s.cluster.Down(ctx); err != nil {
@@ -512,10 +513,10 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 func leftoverHint(testID string, keep bool) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	cli, err := compose.Connect(ctx)
-	var left []compose.Leftover
+	cli, err := engine.Connect(ctx)
+	var left []engine.Leftover
 	if err == nil {
-		left, err = compose.List(ctx, cli, testID)
+		left, err = engine.List(ctx, cli, testID)
 		cli.Close()
 	}
 	switch {
@@ -530,7 +531,7 @@ func leftoverHint(testID string, keep bool) string {
 }
 
 // containerFreezer pauses whole containers with the cgroup freezer.
-type containerFreezer struct{ c *compose.Cluster }
+type containerFreezer struct{ c *engine.Cluster }
 
 func (f containerFreezer) Freeze(ctx context.Context, node string) error { return f.c.Pause(ctx, node) }
 func (f containerFreezer) Thaw(ctx context.Context, node string) error   { return f.c.Unpause(ctx, node) }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
@@ -17,7 +17,7 @@ import (
 // happens with a remote engine) is refused before anything is created,
 // with the command that builds the right one.
 func TestDockerAgentOfAnotherArchitectureIsRefused(t *testing.T) {
-	cli := dockertest.Engine(t, compose.Connect)
+	cli := dockertest.Engine(t, engine.Connect)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	ver, err := cli.ServerVersion(ctx)

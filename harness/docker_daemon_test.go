@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -207,7 +207,7 @@ func (p *socketProxy) Cut() {
 func TestDockerDaemonGoneMidRun(t *testing.T) {
 	bin := dockerOrSkip(t)
 	ctx := context.Background()
-	cli, err := compose.Connect(ctx) // the real daemon, for the cleanup
+	cli, err := engine.Connect(ctx) // the real daemon, for the cleanup
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		compose.DownAll(ctx, cli, id)
+		engine.DownAll(ctx, cli, id)
 	})
 	var cutAt time.Time
 	var mu sync.Mutex
@@ -238,7 +238,7 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 		go func() {
 			time.Sleep(time.Second)
 			for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-				objs, _ := compose.List(ctx, cli, id)
+				objs, _ := engine.List(ctx, cli, id)
 				for _, o := range objs {
 					if o.State == "paused" {
 						mu.Lock()
@@ -283,7 +283,7 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 	}
 
 	// What the message asks for, through the real socket.
-	left, err := compose.List(ctx, cli, id)
+	left, err := engine.List(ctx, cli, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,10 +293,10 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 	t.Logf("left behind: %v", left)
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := compose.DownAll(dctx, cli, id); err != nil {
+	if err := engine.DownAll(dctx, cli, id); err != nil {
 		t.Fatal(err)
 	}
-	if left, err := compose.List(ctx, cli, id); err != nil || len(left) != 0 {
+	if left, err := engine.List(ctx, cli, id); err != nil || len(left) != 0 {
 		t.Errorf("after check cluster down: %v %v", left, err)
 	}
 }
@@ -310,14 +310,14 @@ func TestDockerDaemonGoneMidRun(t *testing.T) {
 func TestDockerUnansweredUnpauseEndsTheRunInBoundedTime(t *testing.T) {
 	bin := dockerOrSkip(t)
 	ctx := context.Background()
-	cli, err := compose.Connect(ctx) // the real daemon, for the cleanup
+	cli, err := engine.Connect(ctx) // the real daemon, for the cleanup
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
 	proxy := startInspectingProxy(t)
 	t.Setenv("DOCKER_HOST", "unix://"+proxy.path)
-	t.Setenv(compose.TimeoutEnv, "5s")
+	t.Setenv(engine.TimeoutEnv, "5s")
 
 	cfg := dockerConfig(t, "memory", "all", "pause-holder")
 	cfg.AgentBinary = bin
@@ -329,7 +329,7 @@ func TestDockerUnansweredUnpauseEndsTheRunInBoundedTime(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
-		compose.DownAll(ctx, cli, id) // resumes the held container first
+		engine.DownAll(ctx, cli, id) // resumes the held container first
 	})
 	st.phaseHook = func(p string) {
 		if p == "workload" {
@@ -369,7 +369,7 @@ func TestDockerUnansweredUnpauseEndsTheRunInBoundedTime(t *testing.T) {
 		t.Errorf("verdict %s, want unknown", out.Result.Verdict)
 	}
 	// What was left is what the message says: the held container.
-	left, err := compose.List(ctx, cli, id)
+	left, err := engine.List(ctx, cli, id)
 	if err != nil {
 		t.Fatal(err)
 	}

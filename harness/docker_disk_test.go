@@ -12,7 +12,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/api/types/container"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 )
 
 // A full disk under the store: the static check binary runs the in-process
@@ -25,12 +26,12 @@ func TestDockerFullDiskIsReported(t *testing.T) {
 	bin := dockerOrSkip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	image, err := compose.EnsureImage(ctx, cli, testWriter{t})
+	image, err := images.EnsureImage(ctx, cli, testWriter{t})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,18 +39,18 @@ func TestDockerFullDiskIsReported(t *testing.T) {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := compose.DownAll(ctx, cli, id); err != nil {
+		if err := engine.DownAll(ctx, cli, id); err != nil {
 			t.Error(err)
 		}
 	})
-	labels := compose.Labels(id)
-	labels[compose.LabelNode] = "c1"
-	labels[compose.LabelRole] = compose.RoleClient
+	labels := engine.Labels(id)
+	labels[engine.LabelNode] = "c1"
+	labels[engine.LabelRole] = engine.RoleClient
 	init := true
 	created, err := cli.ContainerCreate(ctx,
 		&container.Config{Image: image, Labels: labels, Hostname: "c1"},
 		&container.HostConfig{NetworkMode: "none", Init: &init, Tmpfs: map[string]string{"/store": "size=128k"}},
-		nil, nil, compose.ContainerName(id, "c1"))
+		nil, nil, engine.ContainerName(id, "c1"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +69,13 @@ func TestDockerFullDiskIsReported(t *testing.T) {
 	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := compose.Attach(ctx, cli, id)
+	cl, err := engine.Attach(ctx, cli, id)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	began := time.Now()
-	res, err := cl.Exec(ctx, "c1", []string{compose.BinaryPath, "--backend", "memory", "--fencing", "all", "--nemesis", "pause",
+	res, err := cl.Exec(ctx, "c1", []string{engine.BinaryPath, "--backend", "memory", "--fencing", "all", "--nemesis", "pause",
 		"--time-limit", "60s", "--lease-ttl", "200ms", "--nemesis-interval", "400ms", "--seed", "1", "--store", "/store"})
 	if err != nil {
 		t.Fatal(err)

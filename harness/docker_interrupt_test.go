@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )
@@ -39,7 +39,7 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 	}
 	bin := dockerOrSkip(t)
 	ctx := context.Background()
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 				in.mu.Unlock()
 				go func() {
 					for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-						objs, _ := compose.List(ctx, cli, testID)
+						objs, _ := engine.List(ctx, cli, testID)
 						for _, o := range objs {
 							if o.State == "paused" {
 								t.Logf("%s paused: interrupting", o.Name)
@@ -90,7 +90,7 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 			if out == nil {
 				t.Fatalf("no outcome: %v", runErr)
 			}
-			defer compose.DownAll(context.Background(), cli, out.TestID)
+			defer engine.DownAll(context.Background(), cli, out.TestID)
 			if in.firedAt().IsZero() {
 				t.Fatalf("the run never reached %s: %v (error %v)", c.phase, in.phases(), runErr)
 			}
@@ -107,7 +107,7 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 			if want := c.phase != "report"; out.Interrupted != want {
 				t.Errorf("interrupted %v, want %v", out.Interrupted, want)
 			}
-			left, err := compose.List(ctx, cli, out.TestID)
+			left, err := engine.List(ctx, cli, out.TestID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +123,7 @@ func TestDockerInterruptAtEveryPhase(t *testing.T) {
 				if len(left) == 0 {
 					t.Error("--keep-cluster: the cluster is gone")
 				}
-				if err := compose.DownAll(ctx, cli, out.TestID); err != nil {
+				if err := engine.DownAll(ctx, cli, out.TestID); err != nil {
 					t.Error(err)
 				}
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -67,12 +67,12 @@ func wantAPIServerVersion(t *testing.T, out *RunResult) {
 	for _, n := range res.Servers.Nodes {
 		versions[n.Node] = n.Version
 	}
-	if versions["n4"] != "kube-apiserver "+compose.KubeAPIServerVersion {
-		t.Errorf("results.json servers %v: n4 is not kube-apiserver %s", versions, compose.KubeAPIServerVersion)
+	if versions["n4"] != "kube-apiserver "+images.KubeAPIServerVersion {
+		t.Errorf("results.json servers %v: n4 is not kube-apiserver %s", versions, images.KubeAPIServerVersion)
 	}
 	for _, n := range []string{"n1", "n2", "n3"} {
-		if !strings.HasPrefix(versions[n], "etcd "+compose.EtcdImageVersion+".") {
-			t.Errorf("results.json servers %v: %s is not etcd %s.x", versions, n, compose.EtcdImageVersion)
+		if !strings.HasPrefix(versions[n], "etcd "+images.EtcdImageVersion+".") {
+			t.Errorf("results.json servers %v: %s is not etcd %s.x", versions, n, images.EtcdImageVersion)
 		}
 	}
 }

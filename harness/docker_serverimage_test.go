@@ -10,7 +10,8 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/models"
 )
@@ -32,7 +33,7 @@ func shellLessImage(t *testing.T, build func(context.Context, *client.Client, io
 	dockerOrSkip(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func serverImageConfig(t *testing.T, backend, image, fencing string, nemesis ...
 
 func TestDockerEtcdFromShellLessImage(t *testing.T) {
 	image := shellLessImage(t, func(ctx context.Context, cli *client.Client, w io.Writer) (string, error) {
-		return compose.BuildEtcdImage(ctx, cli, "3.6", w)
+		return images.BuildEtcdImage(ctx, cli, "3.6", w)
 	})
 	t.Run("pause-holder unfenced is invalid", func(t *testing.T) {
 		out := runDocker(t, serverImageConfig(t, "etcd", image, "none", "pause-holder"))
@@ -96,7 +97,7 @@ func TestDockerEtcdFromShellLessImage(t *testing.T) {
 // the server container, started again with its append-only file on its
 // own disk — loses nothing acknowledged.
 func TestDockerRedisFromShellLessImage(t *testing.T) {
-	image := shellLessImage(t, compose.BuildRedisImage)
+	image := shellLessImage(t, images.BuildRedisImage)
 	t.Run("pause-holder unfenced is invalid", func(t *testing.T) {
 		cfg := serverImageConfig(t, "redis", image, "none", "pause-holder")
 		cfg.Recipe = "setnx-incr"

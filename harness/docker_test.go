@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/models"
@@ -23,7 +23,7 @@ import (
 // -short, and without an engine, except under CI=true, where that fails.
 func dockerOrSkip(t *testing.T) string {
 	t.Helper()
-	dockertest.Engine(t, compose.Connect)
+	dockertest.Engine(t, engine.Connect)
 	return dockertest.CheckBinary(t)
 }
 
@@ -45,7 +45,7 @@ func runDocker(t *testing.T, cfg Config) *RunResult {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cli, err := compose.Connect(ctx)
+	cli, err := engine.Connect(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func runDocker(t *testing.T, cfg Config) *RunResult {
 	if out.TestID == "" {
 		t.Fatal("the outcome does not name its Docker test id")
 	}
-	left, err := compose.List(ctx, cli, out.TestID)
+	left, err := engine.List(ctx, cli, out.TestID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +196,7 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 		cfg.TimeLimit = time.Minute
 		cfg.PauseDuration = 30 * time.Second
 		ctx, cancelList := context.WithTimeout(context.Background(), 2*time.Minute)
-		cli, cerr := compose.Connect(ctx)
+		cli, cerr := engine.Connect(ctx)
 		if cerr != nil {
 			t.Fatal(cerr)
 		}
@@ -216,11 +216,11 @@ func TestDockerInterruptHealsAndTearsDown(t *testing.T) {
 		}
 		out, err := runWith(Signals{Stop: stop, Abort: context.Background()}, cfg, testWriter{t}, st)
 		cancel()
-		left, _ := compose.List(ctx, cli, st.testID)
+		left, _ := engine.List(ctx, cli, st.testID)
 		for _, l := range left {
 			t.Errorf("interrupt in the %s left behind: %s", phase, l)
 		}
-		compose.DownAll(ctx, cli, st.testID)
+		engine.DownAll(ctx, cli, st.testID)
 		cli.Close()
 		cancelList()
 		if phase == "setup" {

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/redis"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/models"
@@ -143,7 +143,7 @@ func TestDockerWarmClusterRunsAsANewOne(t *testing.T) {
 }
 
 // processes are the pids of node's processes whose command line is args.
-func processes(t *testing.T, cl *compose.Cluster, node, args string) []string {
+func processes(t *testing.T, cl *engine.Cluster, node, args string) []string {
 	t.Helper()
 	res, err := cl.Exec(context.Background(), node, []string{"ps", "-e", "-o", "pid=,args="})
 	if err != nil || res.ExitCode != 0 {
@@ -171,12 +171,12 @@ func TestDockerWarmClusterAfterHoldersKilledHolding(t *testing.T) {
 	cfg.Seed = 3
 	ctx := context.Background()
 	killed := 0
-	attach := func(st *runState) *compose.Cluster {
-		cli, err := compose.Connect(ctx)
+	attach := func(st *runState) *engine.Cluster {
+		cli, err := engine.Connect(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cl, err := compose.Attach(ctx, cli, st.testID)
+		cl, err := engine.Attach(ctx, cli, st.testID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,17 +190,17 @@ func TestDockerWarmClusterAfterHoldersKilledHolding(t *testing.T) {
 			// leave a process no run started.
 			cl := attach(st)
 			for _, n := range cl.Nodes {
-				if n.Role != compose.RoleClient {
+				if n.Role != engine.RoleClient {
 					continue
 				}
-				for _, pid := range processes(t, cl, n.Name, compose.BinaryPath+" agent") {
+				for _, pid := range processes(t, cl, n.Name, engine.BinaryPath+" agent") {
 					if _, err := cl.Exec(ctx, n.Name, []string{"kill", "-9", pid}); err != nil {
 						t.Fatalf("killing agent %s in %s: %v", pid, n.Name, err)
 					}
 					killed++
 				}
 			}
-			if _, err := cl.ExecDetached(ctx, "c1", []string{"sleep", "1000"}, compose.ExecOptions{}); err != nil {
+			if _, err := cl.ExecDetached(ctx, "c1", []string{"sleep", "1000"}, engine.ExecOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		case run == 1 && phase == "workload":

@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -37,12 +37,12 @@ func faultEnv(cfg *Config, sys System) *nemesis.Env {
 func (s *dockerSystem) describeTo(env *nemesis.Env) {
 	var servers []string
 	for _, n := range s.cluster.Nodes {
-		if n.Role == compose.RoleServer {
+		if n.Role == engine.RoleServer {
 			servers = append(servers, n.Name)
 		}
 	}
 	env.Settings = s.cfg.faultSettings(true, len(servers))
-	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.cluster, servers, compose.StorageNode, s.db
+	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.cluster, servers, engine.StorageNode, s.db
 	env.Log = s.logf
 }
 

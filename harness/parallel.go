@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/internal/meminfo"
 	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/internal/usage"
@@ -70,7 +70,7 @@ func EngineWidth(ctx context.Context, docker bool) Width {
 		memory = total
 	}
 	if docker {
-		if cli, err := compose.Connect(ctx); err == nil {
+		if cli, err := engine.Connect(ctx); err == nil {
 			if info, err := cli.Info(ctx); err == nil && info.NCPU > 0 && info.MemTotal > 0 {
 				cpus, memory = info.NCPU, info.MemTotal
 			}

@@ -1,7 +1,7 @@
 package harness
 
 import (
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +47,7 @@ func TestServerImageRefusals(t *testing.T) {
 func TestServerImageTakesNoWarmCluster(t *testing.T) {
 	cfg := Config{Backend: "etcd", ServerImage: "fencecheck/etcd:v3.6"}
 	st := &runState{clusters: NewClusters()}
-	if k := warmKey(&cfg, st, compose.Spec{Servers: 3, Clients: 5, Image: "fencecheck/node:x", Binary: "/bin/check"}); k != "" {
+	if k := warmKey(&cfg, st, engine.Spec{Servers: 3, Clients: 5, Image: "fencecheck/node:x", Binary: "/bin/check"}); k != "" {
 		t.Errorf("warm key %q for a server-image run", k)
 	}
 }

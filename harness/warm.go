@@ -11,7 +11,7 @@ import (
 
 	"github.com/docker/docker/client"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -23,7 +23,7 @@ import (
 // A kept cluster is never shared by two runs at once, and a run never
 // inherits anything from the last one but its containers and network:
 // before it is used again every process the last run started is killed
-// and every directory runs write is emptied (compose.Cluster.Rewarm), and
+// and every directory runs write is emptied (engine.Cluster.Rewarm), and
 // the servers and storage start from nothing as on a new cluster. A
 // cluster whose run failed, was interrupted or did not heal is never
 // kept; one that cannot be made clean is removed and the run starts a
@@ -31,9 +31,9 @@ import (
 // servers' start (the clock faults) always get their own cluster.
 type Clusters struct {
 	mu   sync.Mutex
-	idle map[string][]*compose.Cluster
+	idle map[string][]*engine.Cluster
 	// order is every idle cluster, the longest idle first.
-	order []*compose.Cluster
+	order []*engine.Cluster
 	// most is how many idle clusters p keeps (0: any number): runs side
 	// by side (--parallel) leave one cluster each, and a matrix that moves
 	// on to another backend would otherwise keep every slot's cluster of
@@ -45,7 +45,7 @@ type Clusters struct {
 
 // NewClusters makes an empty set of warm clusters that keeps any number
 // idle; Close removes what it holds at the end.
-func NewClusters() *Clusters { return &Clusters{idle: map[string][]*compose.Cluster{}} }
+func NewClusters() *Clusters { return &Clusters{idle: map[string][]*engine.Cluster{}} }
 
 // NewClustersUpTo is NewClusters keeping at most most clusters idle (one
 // per slot of --parallel): a cluster given back beyond that makes the one
@@ -74,7 +74,7 @@ func (p *Clusters) Close(ctx context.Context) error {
 	}
 	p.mu.Lock()
 	idle := p.idle
-	p.idle, p.order, p.closed = map[string][]*compose.Cluster{}, nil, true
+	p.idle, p.order, p.closed = map[string][]*engine.Cluster{}, nil, true
 	p.mu.Unlock()
 	var errs []error
 	for _, list := range idle {
@@ -88,7 +88,7 @@ func (p *Clusters) Close(ctx context.Context) error {
 }
 
 // take hands out a warm cluster for key, or nil.
-func (p *Clusters) take(key string) *compose.Cluster {
+func (p *Clusters) take(key string) *engine.Cluster {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	list := p.idle[key]
@@ -97,14 +97,14 @@ func (p *Clusters) take(key string) *compose.Cluster {
 	}
 	cl := list[len(list)-1]
 	p.idle[key] = list[:len(list)-1]
-	p.order = slices.DeleteFunc(p.order, func(c *compose.Cluster) bool { return c == cl })
+	p.order = slices.DeleteFunc(p.order, func(c *engine.Cluster) bool { return c == cl })
 	return cl
 }
 
 // give keeps cl for the next run of key; false when p is closed. Past
 // p.most idle clusters, it hands back the one idle longest (of any key)
 // for the caller to remove.
-func (p *Clusters) give(key string, cl *compose.Cluster) (kept bool, evicted *compose.Cluster) {
+func (p *Clusters) give(key string, cl *engine.Cluster) (kept bool, evicted *engine.Cluster) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -116,7 +116,7 @@ func (p *Clusters) give(key string, cl *compose.Cluster) (kept bool, evicted *co
 		evicted = p.order[0]
 		p.order = p.order[1:]
 		for k, list := range p.idle {
-			p.idle[k] = slices.DeleteFunc(list, func(c *compose.Cluster) bool { return c == evicted })
+			p.idle[k] = slices.DeleteFunc(list, func(c *engine.Cluster) bool { return c == evicted })
 		}
 	}
 	return true, evicted
@@ -125,7 +125,7 @@ func (p *Clusters) give(key string, cl *compose.Cluster) (kept bool, evicted *co
 // warmKey is what a run needs of a kept cluster: the same containers.
 // Everything else (recipe, version, lease, storage, fencing) the servers'
 // fresh start sets. "" means the run takes no warm cluster and gives none.
-func warmKey(cfg *Config, st *runState, spec compose.Spec) string {
+func warmKey(cfg *Config, st *runState, spec engine.Spec) string {
 	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) || cfg.ServerImage != "" {
 		return ""
 	}
@@ -134,7 +134,7 @@ func warmKey(cfg *Config, st *runState, spec compose.Spec) string {
 
 // upCluster brings spec's cluster up: a warm one made clean when st holds
 // one for key, else a new one.
-func upCluster(ctx context.Context, cli *client.Client, spec compose.Spec, st *runState, key string, logf func(string, ...any)) (*compose.Cluster, error) {
+func upCluster(ctx context.Context, cli *client.Client, spec engine.Spec, st *runState, key string, logf func(string, ...any)) (*engine.Cluster, error) {
 	if key != "" {
 		if cl := st.clusters.take(key); cl != nil {
 			t := time.Now()
@@ -154,5 +154,5 @@ func upCluster(ctx context.Context, cli *client.Client, spec compose.Spec, st *r
 			cancel()
 		}
 	}
-	return compose.Up(ctx, cli, spec)
+	return engine.Up(ctx, cli, spec)
 }

@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 )
 
 // Which runs may take and give a warm cluster, and what must match.
 func TestWarmKey(t *testing.T) {
 	st := &runState{clusters: NewClusters()}
-	spec := compose.Spec{Servers: 3, Clients: 5, Image: "fencecheck/node:x", Binary: "/bin/check"}
+	spec := engine.Spec{Servers: 3, Clients: 5, Image: "fencecheck/node:x", Binary: "/bin/check"}
 	cfg := Config{Backend: "etcd", Nemesis: []string{"pause-holder"}}
 	key := warmKey(&cfg, st, spec)
 	if key == "" {
@@ -22,11 +22,11 @@ func TestWarmKey(t *testing.T) {
 	if warmKey(&other, st, spec) != key {
 		t.Error("recipe, fencing, lease check or storage changed the key: the servers' fresh start sets them, the containers are the same")
 	}
-	for name, c := range map[string]func(*Config, *compose.Spec){
-		"another backend":      func(c *Config, _ *compose.Spec) { c.Backend = "zookeeper" },
-		"more servers":         func(_ *Config, s *compose.Spec) { s.Servers = 5 },
-		"fewer clients":        func(_ *Config, s *compose.Spec) { s.Clients = 2 },
-		"another client image": func(_ *Config, s *compose.Spec) { s.ClientImage = "fencecheck/client:y" },
+	for name, c := range map[string]func(*Config, *engine.Spec){
+		"another backend":      func(c *Config, _ *engine.Spec) { c.Backend = "zookeeper" },
+		"more servers":         func(_ *Config, s *engine.Spec) { s.Servers = 5 },
+		"fewer clients":        func(_ *Config, s *engine.Spec) { s.Clients = 2 },
+		"another client image": func(_ *Config, s *engine.Spec) { s.ClientImage = "fencecheck/client:y" },
 	} {
 		c2, s2 := cfg, spec
 		c(&c2, &s2)
@@ -53,7 +53,7 @@ func TestWarmKey(t *testing.T) {
 // A closed set of clusters takes nothing back, and a nil one is Run.
 func TestClustersTakeGive(t *testing.T) {
 	p := NewClusters()
-	a, b := &compose.Cluster{TestID: "a"}, &compose.Cluster{TestID: "b"}
+	a, b := &engine.Cluster{TestID: "a"}, &engine.Cluster{TestID: "b"}
 	if ka, _ := p.give("k", a); !ka {
 		t.Fatal("give refused")
 	}
@@ -67,7 +67,7 @@ func TestClustersTakeGive(t *testing.T) {
 		t.Fatalf("took %v", got)
 	}
 	p.mu.Lock()
-	p.idle = map[string][]*compose.Cluster{}
+	p.idle = map[string][]*engine.Cluster{}
 	p.mu.Unlock()
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -85,8 +85,8 @@ func TestClustersTakeGive(t *testing.T) {
 // longest go, whatever its key, and a taken cluster is no longer idle.
 func TestClustersUpTo(t *testing.T) {
 	p := NewClustersUpTo(2)
-	a, b, c, d := &compose.Cluster{TestID: "a"}, &compose.Cluster{TestID: "b"}, &compose.Cluster{TestID: "c"}, &compose.Cluster{TestID: "d"}
-	for _, cl := range []*compose.Cluster{a, b} {
+	a, b, c, d := &engine.Cluster{TestID: "a"}, &engine.Cluster{TestID: "b"}, &engine.Cluster{TestID: "c"}, &engine.Cluster{TestID: "d"}
+	for _, cl := range []*engine.Cluster{a, b} {
 		if kept, ev := p.give("etcd", cl); !kept || ev != nil {
 			t.Fatalf("give %s: kept %v, evicted %v", cl.TestID, kept, ev)
 		}

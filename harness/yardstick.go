@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -48,7 +48,7 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := s.cluster.Exec(ctx, history.SlotName(i+1), []string{compose.BinaryPath, "loop", "--spec", string(spec),
+			res, err := s.cluster.Exec(ctx, history.SlotName(i+1), []string{engine.BinaryPath, "loop", "--spec", string(spec),
 				"--clients", "1", "--duration", d.String()})
 			switch {
 			case err != nil:

@@ -44,7 +44,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -189,9 +189,9 @@ func skewOffsets(s Settings, n int) []time.Duration {
 
 // standing remembers each cluster's standing offsets (clock-skew's), which
 // the other clock faults add to and heal back to.
-var standing sync.Map // *compose.Cluster → map[string]time.Duration
+var standing sync.Map // *engine.Cluster → map[string]time.Duration
 
-func standingOffset(c *compose.Cluster, node string) time.Duration {
+func standingOffset(c *engine.Cluster, node string) time.Duration {
 	if m, ok := standing.Load(c); ok {
 		return m.(map[string]time.Duration)[node]
 	}
@@ -258,7 +258,7 @@ type ClockProbe interface {
 // clocks moves and reads the server nodes' clocks; every clock fault has
 // one.
 type clocks struct {
-	cluster *compose.Cluster
+	cluster *engine.Cluster
 	servers []string
 	db      DB
 	offset  time.Duration
@@ -495,7 +495,7 @@ func (s *ClockStrobe) Start(ctx context.Context, rng *rand.Rand) ([]string, erro
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	before := s.read(sctx, node)
-	if _, err := s.cluster.ExecDetached(sctx, node, []string{"sh", "-c", loop}, compose.ExecOptions{}); err != nil {
+	if _, err := s.cluster.ExecDetached(sctx, node, []string{"sh", "-c", loop}, engine.ExecOptions{}); err != nil {
 		return nil, fmt.Errorf("clock-strobe: starting the strobe in %s: %w", node, err)
 	}
 	var seen []string

@@ -28,7 +28,8 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/etcd"
 	"github.com/fencecheck/fencecheck/backends/memory"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -44,21 +45,21 @@ func TestMain(m *testing.M) {
 
 // up brings a cluster up with the check binary and the delayer in every
 // node, and takes it down when the test ends.
-func up(t *testing.T, servers int, storage bool, clients int) *compose.Cluster {
+func up(t *testing.T, servers int, storage bool, clients int) *engine.Cluster {
 	t.Helper()
-	cli := dockertest.Engine(t, compose.Connect)
+	cli := dockertest.Engine(t, engine.Connect)
 	check := dockertest.CheckBinary(t)
 	delaydBin := dockertest.Binary(t, "github.com/fencecheck/fencecheck/nemesis/delayd")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	image, err := compose.EnsureImage(ctx, cli, io.Discard)
+	image, err := images.EnsureImage(ctx, cli, io.Discard)
 	if err != nil {
 		t.Fatalf("node image: %v", err)
 	}
 	var b [3]byte
 	rand.Read(b[:])
 	start := time.Now()
-	c, err := compose.Up(ctx, cli, compose.Spec{TestID: "nm-" + hex.EncodeToString(b[:]), Image: image,
+	c, err := engine.Up(ctx, cli, engine.Spec{TestID: "nm-" + hex.EncodeToString(b[:]), Image: image,
 		Servers: servers, Storage: storage, Clients: clients, Binary: check})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +84,7 @@ func up(t *testing.T, servers int, storage bool, clients int) *compose.Cluster {
 	return c
 }
 
-func names(c *compose.Cluster, role string) []string {
+func names(c *engine.Cluster, role string) []string {
 	var out []string
 	for _, n := range c.Nodes {
 		if role == "" || n.Role == role {
@@ -94,18 +95,18 @@ func names(c *compose.Cluster, role string) []string {
 }
 
 // sh runs a script in node and fails the test unless it exits 0.
-func sh(t *testing.T, c *compose.Cluster, node, script string) string {
+func sh(t *testing.T, c *engine.Cluster, node, script string) string {
 	t.Helper()
 	return shell(t, c, node, "sh", script)
 }
 
 // bash is sh with bash, for /dev/tcp and read -t.
-func bash(t *testing.T, c *compose.Cluster, node, script string) string {
+func bash(t *testing.T, c *engine.Cluster, node, script string) string {
 	t.Helper()
 	return shell(t, c, node, "bash", script)
 }
 
-func shell(t *testing.T, c *compose.Cluster, node, shell, script string) string {
+func shell(t *testing.T, c *engine.Cluster, node, shell, script string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -121,24 +122,24 @@ func shell(t *testing.T, c *compose.Cluster, node, shell, script string) string 
 
 // startLockd runs `check lockd --listen :7000` in each node, the server
 // the probes reach, and waits until each answers.
-func startLockd(t *testing.T, c *compose.Cluster, nodes ...string) {
+func startLockd(t *testing.T, c *engine.Cluster, nodes ...string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, n := range nodes {
-		if _, err := c.ExecDetached(ctx, n, []string{"sh", "-c", "exec " + compose.BinaryPath + " lockd --listen :7000 >/tmp/lockd.log 2>&1"}, compose.ExecOptions{}); err != nil {
+		if _, err := c.ExecDetached(ctx, n, []string{"sh", "-c", "exec " + engine.BinaryPath + " lockd --listen :7000 >/tmp/lockd.log 2>&1"}, engine.ExecOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, n := range nodes {
-		sh(t, c, n, fmt.Sprintf("for i in $(seq 100); do %s probe http://127.0.0.1:7000/health 2>/dev/null && exit 0; sleep 0.1; done; exit 1", compose.BinaryPath))
+		sh(t, c, n, fmt.Sprintf("for i in $(seq 100); do %s probe http://127.0.0.1:7000/health 2>/dev/null && exit 0; sleep 0.1; done; exit 1", engine.BinaryPath))
 	}
 }
 
 // probe GETs http://to:7000/health from inside from (1 s timeout).
-func probe(c *compose.Cluster, from, to string) error {
+func probe(c *engine.Cluster, from, to string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	res, err := c.Exec(ctx, from, []string{compose.BinaryPath, "probe", "http://" + to + ":7000/health"})
+	res, err := c.Exec(ctx, from, []string{engine.BinaryPath, "probe", "http://" + to + ":7000/health"})
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func probe(c *compose.Cluster, from, to string) error {
 type link struct{ from, to string }
 
 // reach probes every ordered pair of nodes at once.
-func reach(c *compose.Cluster, nodes []string) map[link]error {
+func reach(c *engine.Cluster, nodes []string) map[link]error {
 	out := map[link]error{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -196,7 +197,7 @@ func expectReach(t *testing.T, got map[link]error, cut func(a, b string) bool) {
 
 // chainRules lists the rules (-A lines) of an iptables chain in node; a
 // chain that does not exist has none.
-func chainRules(t *testing.T, c *compose.Cluster, node, chain string) []string {
+func chainRules(t *testing.T, c *engine.Cluster, node, chain string) []string {
 	t.Helper()
 	out := sh(t, c, node, fmt.Sprintf("iptables -w -S %s 2>/dev/null || true", chain))
 	var rules []string
@@ -210,7 +211,7 @@ func chainRules(t *testing.T, c *compose.Cluster, node, chain string) []string {
 
 // expectHealed fails the test unless no node is paused and no node holds a
 // partition or delay rule or runs a delayer.
-func expectHealed(t *testing.T, c *compose.Cluster) {
+func expectHealed(t *testing.T, c *engine.Cluster) {
 	t.Helper()
 	for _, n := range names(c, "") {
 		paused, err := c.Paused(context.Background(), n)
@@ -232,7 +233,7 @@ func expectHealed(t *testing.T, c *compose.Cluster) {
 	}
 }
 
-type freezer struct{ c *compose.Cluster }
+type freezer struct{ c *engine.Cluster }
 
 func (f freezer) Freeze(ctx context.Context, n string) error { return f.c.Pause(ctx, n) }
 func (f freezer) Thaw(ctx context.Context, n string) error   { return f.c.Unpause(ctx, n) }
@@ -285,7 +286,7 @@ func TestDockerPause(t *testing.T) {
 	expectHealed(t, c)
 }
 
-func ipOf(t *testing.T, c *compose.Cluster, node string) string {
+func ipOf(t *testing.T, c *engine.Cluster, node string) string {
 	t.Helper()
 	n, err := c.Node(node)
 	if err != nil {
@@ -324,7 +325,7 @@ func TestDockerPartition(t *testing.T) {
 	c := up(t, 3, true, 2)
 	all := names(c, "")
 	startLockd(t, c, all...)
-	servers := names(c, compose.RoleServer)
+	servers := names(c, engine.RoleServer)
 	expectReach(t, reach(c, all), func(a, b string) bool { return false })
 	if t.Failed() {
 		t.FailNow()
@@ -337,7 +338,7 @@ func TestDockerPartition(t *testing.T) {
 	for _, shape := range shapes {
 		t.Run(string(shape), func(t *testing.T) {
 			p := &nemesis.Partition{Label: "partition-" + string(shape), Cluster: c, Shapes: []nemesis.Shape{shape},
-				Servers: servers, Storage: compose.StorageNode,
+				Servers: servers, Storage: engine.StorageNode,
 				Primary: func(context.Context) (string, error) { return "n2", nil },
 				Holder:  holders.Wait}
 			ctx := context.Background()
@@ -483,14 +484,14 @@ func TestDockerKill(t *testing.T) {
 		t.Fatalf("etcd still runs after the kill: %s", out)
 	}
 	health := fmt.Sprintf("http://127.0.0.1:%d/health", etcd.ClientPort)
-	if res, _ := c.Exec(ctx, "n1", []string{compose.BinaryPath, "probe", health}); res.ExitCode == 0 || !strings.Contains(res.Stderr, "refused") {
+	if res, _ := c.Exec(ctx, "n1", []string{engine.BinaryPath, "probe", health}); res.ExitCode == 0 || !strings.Contains(res.Stderr, "refused") {
 		t.Errorf("the killed etcd answered: %d %s", res.ExitCode, res.Stderr)
 	}
 	start := time.Now()
 	if err := k.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sh(t, c, "n1", fmt.Sprintf("for i in $(seq 300); do %s probe %s 2>/dev/null && exit 0; sleep 0.1; done; exit 1", compose.BinaryPath, health))
+	sh(t, c, "n1", fmt.Sprintf("for i in $(seq 300); do %s probe %s 2>/dev/null && exit 0; sleep 0.1; done; exit 1", engine.BinaryPath, health))
 	t.Logf("etcd answered again %s after Stop", time.Since(start).Round(time.Millisecond))
 	pidAfter := strings.TrimSpace(sh(t, c, "n1", "pgrep -x etcd-3.6"))
 	if pidAfter == "" || pidAfter == pidBefore {
@@ -514,7 +515,7 @@ func TestDockerKill(t *testing.T) {
 
 // connectTimes measures n TCP connects from node to ip:7000 inside the
 // node, in milliseconds, sorted.
-func connectTimes(t *testing.T, c *compose.Cluster, node, ip string, n int) []float64 {
+func connectTimes(t *testing.T, c *engine.Cluster, node, ip string, n int) []float64 {
 	t.Helper()
 	out := bash(t, c, node, fmt.Sprintf(`for i in $(seq %d); do s=$(date +%%s%%N); exec 3<>/dev/tcp/%s/7000 || exit 1; e=$(date +%%s%%N); exec 3>&-; echo $(( (e-s)/1000 )); done`, n, ip))
 	var ms []float64
@@ -539,7 +540,7 @@ func TestDockerLatency(t *testing.T) {
 	// The check binary of this build has no delay command: the probe
 	// must say what is missing, and name sch_netem where the kernel lacks it.
 	noNetem := strings.Contains(sh(t, c, "n1", "tc qdisc add dev lo root netem delay 1ms 2>&1 && tc qdisc del dev lo root; true"), "unknown")
-	viaCheck := &nemesis.Latency{Cluster: c, Command: []string{compose.BinaryPath, "delay"}}
+	viaCheck := &nemesis.Latency{Cluster: c, Command: []string{engine.BinaryPath, "delay"}}
 	if err := viaCheck.Probe(ctx, "n1"); err != nil {
 		t.Logf("probe with `check delay`: %v", err)
 		if noNetem && !strings.Contains(err.Error(), "no sch_netem") {
@@ -630,13 +631,13 @@ func TestDockerScheduleInterrupt(t *testing.T) {
 	if err := db.Setup(ctx, c, []string{"n1"}); err != nil {
 		t.Fatal(err)
 	}
-	servers := names(c, compose.RoleServer)
+	servers := names(c, engine.RoleServer)
 	holders := &nemesis.Holders{SlotOf: func(p int) string { return history.SlotOf(p, 2) }}
 	holders.Observe(history.Event{Index: 1, Process: 0, Type: history.OK, F: history.Acquire, Key: "k0", Token: 1})
 	primary := func(ctx context.Context) (string, error) { return db.Primary(ctx, c) }
 	faults := []nemesis.Fault{
 		&nemesis.Pause{Label: "pause-server", Freezer: freezer{c}, Targets: fixed(servers...)},
-		&nemesis.Partition{Label: "partition", Cluster: c, Shapes: nemesis.ServerShapes, Servers: servers, Storage: compose.StorageNode, Primary: primary},
+		&nemesis.Partition{Label: "partition", Cluster: c, Shapes: nemesis.ServerShapes, Servers: servers, Storage: engine.StorageNode, Primary: primary},
 		&nemesis.Partition{Label: "partition-client", Cluster: c, Shapes: []nemesis.Shape{nemesis.ClientFromServers}, Servers: servers, Holder: holders.Wait},
 		&nemesis.Kill{Label: "kill", Cluster: c, DB: db, Targets: fixed("n1")},
 		&nemesis.Latency{Cluster: c, Targets: fixed(servers...), Command: []string{delaydPath},

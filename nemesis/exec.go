@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 )
 
 // healPatience is how long a heal keeps retrying a node Docker refuses to
@@ -18,7 +18,7 @@ const healPatience = 10 * time.Second
 // script runs sh -c script in node with every capability the engine can
 // grant (at least NET_ADMIN) and returns its stdout. A script that exits
 // non-zero is an error carrying its stderr.
-func script(ctx context.Context, c *compose.Cluster, node, text string) (string, error) {
+func script(ctx context.Context, c *engine.Cluster, node, text string) (string, error) {
 	res, err := c.ExecPrivileged(ctx, node, []string{"sh", "-c", text})
 	if err != nil {
 		return "", err
@@ -44,7 +44,7 @@ func (e *scriptError) Error() string {
 // scriptPatiently is script for healing: while Docker cannot exec into the
 // node (it is paused, the daemon is busy) it retries for up to patience,
 // even past ctx's end when ctx was already cancelled by an interrupt.
-func scriptPatiently(ctx context.Context, c *compose.Cluster, node, text string, patience time.Duration) (string, error) {
+func scriptPatiently(ctx context.Context, c *engine.Cluster, node, text string, patience time.Duration) (string, error) {
 	deadline := time.Now().Add(patience)
 	delay := 100 * time.Millisecond
 	for {
@@ -76,7 +76,7 @@ func eachNode(nodes []string, f func(node string) error) error {
 }
 
 // ipOf is a node's address on the cluster network.
-func ipOf(c *compose.Cluster, node string) (string, error) {
+func ipOf(c *engine.Cluster, node string) (string, error) {
 	n, err := c.Node(node)
 	if err != nil {
 		return "", err

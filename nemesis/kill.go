@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 )
 
 func init() {
@@ -28,8 +28,8 @@ func init() {
 // backends.DB has it): SIGKILL one node's server, start it again with its
 // data.
 type Servers interface {
-	Kill(ctx context.Context, c *compose.Cluster, node string) error
-	Start(ctx context.Context, c *compose.Cluster, node string) error
+	Kill(ctx context.Context, c *engine.Cluster, node string) error
+	Start(ctx context.Context, c *engine.Cluster, node string) error
 }
 
 // Kill SIGKILLs the lock service's server on one node drawn at random and
@@ -37,7 +37,7 @@ type Servers interface {
 type Kill struct {
 	// Label is the --nemesis word: kill, kill-leader.
 	Label   string
-	Cluster *compose.Cluster
+	Cluster *engine.Cluster
 	DB      Servers
 	// Targets lists the nodes whose server may be killed now (the server
 	// nodes; the leader alone for kill-leader).

@@ -40,7 +40,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
@@ -132,7 +132,7 @@ func DurationOfInterval(s Settings) time.Duration { return max(s.Interval, s.Pau
 type DB interface {
 	Servers
 	// Primary is the node that leads now ("" when the service has none).
-	Primary(ctx context.Context, c *compose.Cluster) (string, error)
+	Primary(ctx context.Context, c *engine.Cluster) (string, error)
 }
 
 // Env is what a fault is built from: the run's settings and handles on the
@@ -148,7 +148,7 @@ type Env struct {
 	Observe func(func(history.Event))
 
 	// Cluster is the Docker cluster (nil in process).
-	Cluster *compose.Cluster
+	Cluster *engine.Cluster
 	// ServerNodes are the lock service's nodes (n1..nN).
 	ServerNodes []string
 	// Storage is the storage node's name.

@@ -18,7 +18,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 )
 
 // Ports etcd listens on in its nodes.
@@ -33,15 +34,15 @@ const (
 // copied into the server nodes.
 var Versions = map[string]string{
 	"3.4": "/usr/bin/etcd",
-	"3.5": "/usr/local/bin/" + compose.EtcdBinaryName("3.5"),
-	"3.6": "/usr/local/bin/" + compose.EtcdBinaryName(compose.EtcdImageVersion),
-	"3.7": "/usr/local/bin/" + compose.EtcdBinaryName("3.7"),
+	"3.5": "/usr/local/bin/" + images.EtcdBinaryName("3.5"),
+	"3.6": "/usr/local/bin/" + images.EtcdBinaryName(images.EtcdImageVersion),
+	"3.7": "/usr/local/bin/" + images.EtcdBinaryName("3.7"),
 }
 
 // onDemand says whether version is compiled for the run rather than
 // carried by the node image.
 func onDemand(version string) bool {
-	return version != "3.4" && version != compose.EtcdImageVersion
+	return version != "3.4" && version != images.EtcdImageVersion
 }
 
 // MinTTL is the shortest lease etcd grants with its default election
@@ -78,11 +79,11 @@ func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error
 		return nil
 	}
 	d.arch = arch
-	_, err := compose.EtcdBinary(ctx, d.Version, arch, progress)
+	_, err := images.EtcdBinary(ctx, d.Version, arch, progress)
 	return err
 }
 
-func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
+func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
 	d.image = c.ServerImage()
 	if d.binary() == "" && d.image == "" {
 		return fmt.Errorf("unknown etcd version %q (accepted: %s)", d.Version, strings.Join(slices.Sorted(maps.Keys(Versions)), ", "))
@@ -104,7 +105,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 	for _, n := range nodes {
 		// /health answers 200 only when the member sees a leader.
 		if err := backends.WaitUntil(ctx, c, n, "etcd",
-			[]string{compose.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", ClientPort)}, 60*time.Second); err != nil {
+			[]string{engine.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", ClientPort)}, 60*time.Second); err != nil {
 			return err
 		}
 	}
@@ -113,7 +114,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 
 // copyBinary puts the on-demand build into every server node (already
 // compiled by Prepare; a warm cluster gets it again, the same bytes).
-func (d *DB) copyBinary(ctx context.Context, c *compose.Cluster, nodes []string) error {
+func (d *DB) copyBinary(ctx context.Context, c *engine.Cluster, nodes []string) error {
 	arch := d.arch
 	if arch == "" {
 		var err error
@@ -121,7 +122,7 @@ func (d *DB) copyBinary(ctx context.Context, c *compose.Cluster, nodes []string)
 			return err
 		}
 	}
-	bin, err := compose.EtcdBinary(ctx, d.Version, arch, nil)
+	bin, err := images.EtcdBinary(ctx, d.Version, arch, nil)
 	if err != nil {
 		return err
 	}
@@ -166,22 +167,22 @@ func (d *DB) config(node, dataDir string) [][2]string {
 // node, or the user's image by its own CMD, configured the way the
 // official etcd images are, through ETCD_* variables (etcd reads one for
 // every flag), so nothing depends on where the image keeps its binary.
-func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	if d.image != "" {
 		var env []string
 		for _, kv := range d.config(node, ImageDataDir) {
 			env = append(env, "ETCD_"+strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_"))+"="+kv[1])
 		}
-		return c.StartImageServer(ctx, node, compose.ImageServer{Env: env})
+		return c.StartImageServer(ctx, node, engine.ImageServer{Env: env})
 	}
 	cmd := []string{d.binary()}
 	for _, kv := range d.config(node, "/var/lib/fencecheck/etcd") {
 		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
-	return backends.StartDaemon(ctx, c, node, "etcd", cmd, compose.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{})
 }
 
-func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 	if d.image != "" {
 		return c.KillImageServer(ctx, node)
 	}
@@ -193,7 +194,7 @@ func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
 // so it works as well on a remote Docker engine, whose container addresses
 // this host cannot reach). A node that cannot answer (paused, killed,
 // partitioned off) is skipped.
-func (d *DB) Primary(ctx context.Context, c *compose.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
 	byID := map[string]string{}
 	leader := ""
 	var errs []string
@@ -221,7 +222,7 @@ type memberState struct{ member, leader string }
 
 // memberStatus is node's answer to the maintenance Status call, asked of
 // the server in the node over HTTP/1.0 by bash.
-func memberStatus(ctx context.Context, c *compose.Cluster, node string) (memberState, error) {
+func memberStatus(ctx context.Context, c *engine.Cluster, node string) (memberState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req := `POST /v3/maintenance/status HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
@@ -286,7 +287,7 @@ func (d *DB) Info() map[string]string {
 // endpoint, which every etcd release serves: {"etcdserver": "3.6.16",
 // "etcdcluster": "3.6.0"}. The body is kept verbatim; the version is
 // etcdserver, the server's own release.
-func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
 	body, err := backends.HTTPGetInNode(ctx, c, node, ClientPort, "/version")
 	if err != nil {
 		return backends.ServerVersion{}, err

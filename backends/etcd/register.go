@@ -11,7 +11,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/history"
 )
 
@@ -21,7 +21,7 @@ func init() {
 		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
 			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",
 		ExpiredGrant:     expiredGrant,
-		LocalServerImage: &registry.LocalServerImage{Versions: compose.EtcdModuleVersions(), Build: compose.BuildEtcdImage},
+		LocalServerImage: &registry.LocalServerImage{Versions: images.EtcdModuleVersions(), Build: images.BuildEtcdImage},
 		ServerImage: "the official etcd image's layout (gcr.io/etcd-development/etcd, quay.io/coreos/etcd): its own CMD runs etcd, " +
 			"configured by ETCD_* variables, data under " + ImageDataDir + ", client port 2379, peer port 2380; the image needs no shell",
 		OneEndpoint: true, // every member serves the whole keyspace (a follower forwards to the leader)

@@ -18,7 +18,8 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/etcd"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 )
 
 // APIServerPort is the API server's secure port in its node.
@@ -31,7 +32,7 @@ const EtcdMembers = 3
 // certificate, keys and token file, made fresh for each cluster (under
 // backends.DataRoot, so a warm cluster's rewarm empties them).
 const (
-	apiserverBinary = "/usr/local/bin/" + compose.KubeAPIServerBinaryName
+	apiserverBinary = "/usr/local/bin/" + images.KubeAPIServerBinaryName
 	apiserverDir    = backends.DataRoot + "/kube-apiserver"
 	apiserverCert   = apiserverDir + "/serving.crt"
 	apiserverKey    = apiserverDir + "/serving.key"
@@ -64,18 +65,18 @@ type DB struct {
 
 // NewDB is the cluster for a run with lease ttl.
 func NewDB(testID string, ttl time.Duration) *DB {
-	return &DB{TestID: testID, LeaseTTL: ttl, etcd: &etcd.DB{Version: compose.EtcdImageVersion, TestID: testID}}
+	return &DB{TestID: testID, LeaseTTL: ttl, etcd: &etcd.DB{Version: images.EtcdImageVersion, TestID: testID}}
 }
 
 // Prepare compiles (or finds in the cache) the API server before the
 // cluster exists, so its compile shows in the image phase with its time.
 func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error {
 	d.arch = arch
-	_, err := compose.KubeAPIServerBinary(ctx, arch, progress)
+	_, err := images.KubeAPIServerBinary(ctx, arch, progress)
 	return err
 }
 
-func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
+func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
 	if c.ServerImage() != "" {
 		return fmt.Errorf("backend kubernetes runs its own etcd and kube-apiserver builds; --server-image is not accepted")
 	}
@@ -97,7 +98,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 			return err
 		}
 	}
-	bin, err := compose.KubeAPIServerBinary(ctx, arch, nil)
+	bin, err := images.KubeAPIServerBinary(ctx, arch, nil)
 	if err != nil {
 		return err
 	}
@@ -155,15 +156,15 @@ func (d *DB) apiserverArgs() []string {
 
 // startAPIServer starts the API server and waits until /readyz answers
 // 200 (asked inside its node, trusting only the cluster's certificate).
-func (d *DB) startAPIServer(ctx context.Context, c *compose.Cluster) error {
-	if err := backends.StartDaemon(ctx, c, d.apiserver, apiserverName, d.apiserverArgs(), compose.ExecOptions{}); err != nil {
+func (d *DB) startAPIServer(ctx context.Context, c *engine.Cluster) error {
+	if err := backends.StartDaemon(ctx, c, d.apiserver, apiserverName, d.apiserverArgs(), engine.ExecOptions{}); err != nil {
 		return err
 	}
 	return backends.WaitUntil(ctx, c, d.apiserver, apiserverName, d.probe("/readyz", false), 90*time.Second)
 }
 
 func (d *DB) probe(path string, printBody bool) []string {
-	cmd := []string{compose.BinaryPath, "probe", "--timeout", "2s", "--ca", apiserverCert}
+	cmd := []string{engine.BinaryPath, "probe", "--timeout", "2s", "--ca", apiserverCert}
 	if printBody {
 		cmd = append(cmd, "--print")
 	}
@@ -177,7 +178,7 @@ func (d *DB) Endpoints() []string {
 
 // Kill SIGKILLs node's server: the API server on its node, etcd on the
 // others.
-func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 	if node == d.apiserver {
 		return backends.KillDaemon(ctx, c, node, apiserverName)
 	}
@@ -186,7 +187,7 @@ func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
 
 // Start starts node's server again with its data (and the API server
 // with the cluster's certificate and token).
-func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	if node == d.apiserver {
 		return d.startAPIServer(ctx, c)
 	}
@@ -195,7 +196,7 @@ func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
 
 // Primary is etcd's leader: the one node whose isolation stops every
 // write (the API server itself has no leader).
-func (d *DB) Primary(ctx context.Context, c *compose.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
 	return d.etcd.Primary(ctx, c)
 }
 
@@ -208,7 +209,7 @@ func (d *DB) Info() map[string]string {
 	}
 	return map[string]string{
 		"lock service": fmt.Sprintf("kube-apiserver %s (compiled from the Go module proxy) on %s, in front of etcd %s on %s",
-			compose.KubeAPIServerVersion, d.apiserver, compose.EtcdImageVersion, strings.Join(d.etcdNodes, ", ")),
+			images.KubeAPIServerVersion, d.apiserver, images.EtcdImageVersion, strings.Join(d.etcdNodes, ", ")),
 		"leader election": election,
 	}
 }
@@ -249,7 +250,7 @@ const VersionQuery = "GET /version on the API server (gitVersion), GET /version 
 // AskVersion asks node's server what it is: the API server's /version
 // (gitVersion, stamped at compile time), or etcd's. Each answer is
 // prefixed by the server's name, since one run has both.
-func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
 	if node != d.apiserver {
 		v, err := d.etcd.AskVersion(ctx, c, node)
 		if err == nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/images"
 )
 
 func init() {
@@ -17,7 +17,7 @@ func init() {
 		Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:   MinTTL,
 		Builds: map[string]string{registry.DefaultVersion: fmt.Sprintf("kube-apiserver %s built from the Go module proxy on first use (cached), in front of etcd %s",
-			compose.KubeAPIServerVersion, compose.EtcdImageVersion)},
+			images.KubeAPIServerVersion, images.EtcdImageVersion)},
 		FixedNodes: fmt.Sprintf("backend kubernetes runs %d etcd members and one kube-apiserver (%d server nodes); drop the flag", EtcdMembers, EtcdMembers+1),
 		NoClockFaults: "client-go's leader election judges a Lease's expiry by its own observation time on the monotonic clock, in a static Go binary " +
 			"(libfaketime cannot be preloaded into it), and the API server and etcd are static Go binaries too: no clock fault reaches any judgement of expiry here",

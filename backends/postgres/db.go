@@ -16,7 +16,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 )
 
 // Recipes, as --recipe names them.
@@ -49,7 +49,7 @@ type DB struct {
 	srv      *server
 }
 
-func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
+func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
 	if len(nodes) == 0 {
 		return fmt.Errorf("postgres needs one server node")
 	}
@@ -62,7 +62,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 		return err
 	}
 	for _, n := range c.Nodes {
-		if n.Role != compose.RoleClient {
+		if n.Role != engine.RoleClient {
 			continue
 		}
 		if err := run(ctx, c, n.Name, "", secret, fmt.Sprintf("umask 077 && mkdir -p %s && cat > %s", dir(SecretFile), SecretFile)); err != nil {
@@ -79,20 +79,20 @@ func (d *DB) Credentials() (user, password string) { return User, d.srv.secret }
 
 func (d *DB) Endpoints() []string { return []string{d.srv.url()} }
 
-func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 	return d.srv.kill(ctx, c)
 }
 
 // Start brings the server back with its data after a kill (crash
 // recovery replays its WAL) and waits until it accepts connections.
-func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	if err := d.srv.start(ctx, c); err != nil {
 		return err
 	}
 	return d.srv.waitReady(ctx, c)
 }
 
-func (d *DB) Primary(context.Context, *compose.Cluster) (string, error) { return d.srv.node, nil }
+func (d *DB) Primary(context.Context, *engine.Cluster) (string, error) { return d.srv.node, nil }
 
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
@@ -141,7 +141,7 @@ const VersionQuery = "SELECT version() as the superuser over the server's local 
 // AskVersion asks the lock server for its version with SELECT version(),
 // whose whole answer ("PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on …")
 // is kept; the version is the release after "PostgreSQL".
-func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
 	if d.srv == nil || node != d.srv.node {
 		return backends.ServerVersion{}, fmt.Errorf("%s runs no PostgreSQL server", node)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
 )
 
 // Port is where redis-server listens in its node.
@@ -89,7 +89,7 @@ type DB struct {
 	image   string // the user's server image (--server-image), "" for the node image's Redis
 }
 
-func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) error {
+func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
 	want := d.Masters
 	if d.Recipe != "" {
 		n, err := Servers(d.Recipe)
@@ -126,7 +126,7 @@ func (d *DB) Setup(ctx context.Context, c *compose.Cluster, nodes []string) erro
 	return nil
 }
 
-func (d *DB) setupNode(ctx context.Context, c *compose.Cluster, n string) error {
+func (d *DB) setupNode(ctx context.Context, c *engine.Cluster, n string) error {
 	if d.image == "" {
 		res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir})
 		if err != nil {
@@ -157,7 +157,7 @@ func (d *DB) Endpoints() []string {
 // Start runs redis-server in the foreground, so that Kill's SIGKILL reaches
 // the server itself, bound to the node's address on the test network and
 // to 127.0.0.1 (for the readiness probe), with its data in DataDir.
-func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	ip := d.ips[node]
 	if ip == "" {
 		return fmt.Errorf("no Redis server is set up in %s", node)
@@ -181,16 +181,16 @@ func (d *DB) Start(ctx context.Context, c *compose.Cluster, node string) error {
 	if d.image != "" {
 		// The official image's entrypoint takes the command as given
 		// (redis-server and its arguments), as its own CMD would be.
-		return c.StartImageServer(ctx, node, compose.ImageServer{Cmd: cmd})
+		return c.StartImageServer(ctx, node, engine.ImageServer{Cmd: cmd})
 	}
-	return backends.StartDaemon(ctx, c, node, "redis", cmd, compose.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "redis", cmd, engine.ExecOptions{})
 }
 
 // ImageDataDir is where Redis keeps its data when it runs from the user's
 // image: the official image's working directory and volume, /data.
 const ImageDataDir = "/data"
 
-func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 	if d.image != "" {
 		return c.KillImageServer(ctx, node)
 	}
@@ -199,7 +199,7 @@ func (d *DB) Kill(ctx context.Context, c *compose.Cluster, node string) error {
 
 // Primary is the only master of one; several masters (Redlock's) are
 // peers, and none leads.
-func (d *DB) Primary(context.Context, *compose.Cluster) (string, error) {
+func (d *DB) Primary(context.Context, *engine.Cluster) (string, error) {
 	if len(d.nodes) != 1 {
 		return "", nil
 	}
@@ -246,7 +246,7 @@ const VersionQuery = "INFO server on each server (redis_version)"
 
 // AskVersion asks node's server with INFO server and keeps its
 // redis_version field.
-func (d *DB) AskVersion(ctx context.Context, c *compose.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
 	out, err := backends.AskInNode(ctx, c, node, []string{"redis-cli", "-h", "127.0.0.1", "-p", fmt.Sprint(Port), "INFO", "server"})
 	if err != nil {
 		return backends.ServerVersion{}, err

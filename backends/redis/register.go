@@ -10,7 +10,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -25,7 +25,7 @@ func init() {
 			"data in " + ImageDataDir + ", port 6379",
 		LocalServerImage: &registry.LocalServerImage{
 			Build: func(ctx context.Context, cli *client.Client, _ string, progress io.Writer) (string, error) {
-				return compose.BuildRedisImage(ctx, cli, progress)
+				return images.BuildRedisImage(ctx, cli, progress)
 			}},
 		MinTTL:       100 * time.Millisecond,
 		Builds:       map[string]string{registry.DefaultVersion: "Debian's redis-server package (7.0)"},

@@ -10,7 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/words"
 )
@@ -41,13 +42,13 @@ log file (--verbose streams it).
 			// step's container and tags nothing.
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			cli, err := compose.Connect(ctx)
+			cli, err := engine.Connect(ctx)
 			if err != nil {
 				return failed(err)
 			}
 			out := buildOutput(cmd, verbose)
 			defer out.Close()
-			if _, err := compose.BuildImage(ctx, cli, out); err != nil {
+			if _, err := images.BuildImage(ctx, cli, out); err != nil {
 				return failed(err)
 			}
 			return nil
@@ -71,7 +72,7 @@ registry answers, pass the official image to --server-image instead
 			}
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			cli, err := compose.Connect(ctx)
+			cli, err := engine.Connect(ctx)
 			if err != nil {
 				return failed(err)
 			}
@@ -92,8 +93,8 @@ registry answers, pass the official image to --server-image instead
 
 // buildOutput prints an image build one line per step, the tools' output
 // going to a log file, or (verbose) all of it as it comes.
-func buildOutput(cmd *cobra.Command, verbose bool) *compose.BuildOutput {
-	return compose.NewBuildOutput(cmd.OutOrStdout(), compose.BuildOutputOptions{Verbose: verbose, LogDir: compose.BuildLogDir()})
+func buildOutput(cmd *cobra.Command, verbose bool) *images.BuildOutput {
+	return images.NewBuildOutput(cmd.OutOrStdout(), images.BuildOutputOptions{Verbose: verbose, LogDir: images.BuildLogDir()})
 }
 
 func newClusterCmd() *cobra.Command {
@@ -112,26 +113,26 @@ func newClusterCmd() *cobra.Command {
 			// An interrupt stops it; Up removes what it had created.
 			ctx, stop := interruptible(cmd.Context())
 			defer stop()
-			cli, err := compose.Connect(ctx)
+			cli, err := engine.Connect(ctx)
 			if err != nil {
 				return failed(err)
 			}
 			out := buildOutput(cmd, false)
 			defer out.Close()
-			image, err := compose.EnsureImage(ctx, cli, out)
+			image, err := images.EnsureImage(ctx, cli, out)
 			if err != nil {
 				return failed(err)
 			}
-			spec := compose.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: clients}
+			spec := engine.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: clients}
 			if err := spec.Validate(); err != nil {
 				return usageErr("%v", err)
 			}
-			c, err := compose.Up(ctx, cli, spec)
+			c, err := engine.Up(ctx, cli, spec)
 			if err != nil {
 				return failed(err)
 			}
 			for _, n := range c.Nodes {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-8s %-16s %s\n", n.Name, n.Role, n.IP, compose.ContainerName(id, n.Name))
+				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-8s %-16s %s\n", n.Name, n.Role, n.IP, engine.ContainerName(id, n.Name))
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "remove with: check cluster down --id %s\n", id)
 			return nil
@@ -150,12 +151,12 @@ func newClusterCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()
-			cli, err := compose.Connect(ctx)
+			cli, err := engine.Connect(ctx)
 			if err != nil {
 				return failed(err)
 			}
-			before, _ := compose.List(ctx, cli, downID)
-			if err := compose.DownAll(ctx, cli, downID); err != nil {
+			before, _ := engine.List(ctx, cli, downID)
+			if err := engine.DownAll(ctx, cli, downID); err != nil {
 				return failed(err)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", words.Plural(len(before), "object"))
@@ -171,11 +172,11 @@ func newClusterCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			cli, err := compose.Connect(ctx)
+			cli, err := engine.Connect(ctx)
 			if err != nil {
 				return failed(err)
 			}
-			objs, err := compose.List(ctx, cli, "")
+			objs, err := engine.List(ctx, cli, "")
 			if err != nil {
 				return failed(err)
 			}

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/docker/docker/client"
-	"github.com/fencecheck/fencecheck/compose"
+	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/sshtransport"
 	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
@@ -33,11 +34,11 @@ func TestMain(m *testing.M) {
 // process group) while a holder is frozen, heals, keeps its history and
 // removes every container and network — all through the same transport.
 func TestDockerRemoteEngineOverSSH(t *testing.T) {
-	local := dockertest.Engine(t, compose.Connect)
+	local := dockertest.Engine(t, engine.Connect)
 	bin := dockertest.CheckBinary(t)
 	sshd := dockertest.SSHEngine(t)
 	store := t.TempDir()
-	env := append(os.Environ(), "DOCKER_HOST="+sshd.Host, compose.SSHOptsEnv+"="+sshd.Opts, "FENCECHECK_BINARY="+bin)
+	env := append(os.Environ(), "DOCKER_HOST="+sshd.Host, sshtransport.OptsEnv+"="+sshd.Opts, "FENCECHECK_BINARY="+bin)
 
 	t.Run("invalid", func(t *testing.T) {
 		before := sshd.Logins()
@@ -229,7 +230,7 @@ func wantGone(t *testing.T, cli *client.Client, id string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	left, err := compose.List(ctx, cli, id)
+	left, err := engine.List(ctx, cli, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,6 +238,6 @@ func wantGone(t *testing.T, cli *client.Client, id string) {
 		t.Errorf("left behind by %s: %s", id, l)
 	}
 	if len(left) > 0 {
-		compose.DownAll(ctx, cli, id)
+		engine.DownAll(ctx, cli, id)
 	}
 }

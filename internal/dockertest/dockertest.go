@@ -5,6 +5,10 @@
 // engine that does not answer skips the test, except under CI=true, where
 // it fails it — a CI run must never pass by skipping its Docker tests.
 //
+// It also holds what the Docker tests of several packages share: a fresh
+// test id (TestID), a build's output in the test log (LogWriter) and the
+// node image, built once per test process (NodeImage).
+//
 // It also starts a private sshd (SSHEngine) through which a test reaches
 // this machine's engine as a remote one, at ssh://root@127.0.0.1:PORT.
 //
@@ -13,13 +17,17 @@
 package dockertest
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -39,10 +47,10 @@ func Unavailable(t testing.TB, what string, err error) {
 	t.Skipf("%s is unavailable: %v", what, err)
 }
 
-// Engine connects to the Docker engine with connect (compose.Connect) and
+// Engine connects to the Docker engine with connect (engine.Connect) and
 // closes the connection when the test ends; see the package comment for
 // when it skips or fails instead. connect is passed in so that compose's
-// own tests can use this package.
+// own packages can use this one.
 func Engine[C io.Closer](t testing.TB, connect func(context.Context) (C, error)) C {
 	t.Helper()
 	if testing.Short() {
@@ -120,4 +128,63 @@ func RemoveBinaries() {
 		os.RemoveAll(dir)
 	}
 	dir, built = "", map[string]result{}
+}
+
+// TestID is a fresh test id, "it-" and 8 random hex digits, for the
+// containers and networks of one test.
+func TestID() string {
+	b := make([]byte, 4)
+	rand.Read(b)
+	return "it-" + hex.EncodeToString(b)
+}
+
+// LogWriter sends complete lines to t.Log, so that `go test -v` shows a
+// long build as it goes.
+func LogWriter(t testing.TB) io.Writer { return &logWriter{t: t} }
+
+type logWriter struct {
+	t   testing.TB
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, p...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		w.t.Log(strings.TrimRight(string(w.buf[:i]), "\r"))
+		w.buf = w.buf[i+1:]
+	}
+}
+
+// The node image, built once per test process.
+var nodeImage struct {
+	once sync.Once
+	tag  string
+	err  error
+}
+
+// NodeImage returns the node image's tag, made on the engine cli by
+// ensure (images.EnsureImage, passed in so that compose's own packages can
+// use this one) the first time a test of this process asks, with 25
+// minutes for a first build; a build that failed fails every test that
+// asks.
+func NodeImage[C any](t testing.TB, cli C, ensure func(context.Context, C, io.Writer) (string, error)) string {
+	t.Helper()
+	nodeImage.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
+		defer cancel()
+		start := time.Now()
+		nodeImage.tag, nodeImage.err = ensure(ctx, cli, LogWriter(t))
+		t.Logf("EnsureImage: %s in %s", nodeImage.tag, time.Since(start).Round(time.Millisecond))
+	})
+	if nodeImage.err != nil {
+		t.Fatalf("node image: %v", nodeImage.err)
+	}
+	return nodeImage.tag
 }

@@ -1,6 +1,7 @@
 // Package words phrases counts and lists in the English a user reads:
 // "1 key", "2 keys", "n1, n2 and n3". Messages use it in place of Go's own
 // formatting (%v of a slice prints "[n1 n2]", "%d keys" prints "1 keys").
+// It also cuts a tool's long output to the end a message quotes (Tail).
 // It knows English and nothing of fencecheck.
 package words
 
@@ -54,4 +55,14 @@ func join(items []string, word string) string {
 		return items[0]
 	}
 	return strings.Join(items[:len(items)-1], ", ") + " " + word + " " + items[len(items)-1]
+}
+
+// Tail returns at most the last n bytes of s, "..." in front when it cut:
+// the end of a tool's output, where its error usually stands, for a
+// message to quote.
+func Tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
 }
