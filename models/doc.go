@@ -1,13 +1,21 @@
-// Package models decides a history: the fenced-storage model it is checked
-// against (fenced.go, a porcupine Model) and the checker built on it. The
-// checker is Check, one pass over each key that streams (stream.go,
-// jit*.go), and CheckWhole, porcupine's full search that cross-checks it
-// (check.go); what it reports beside the verdict lives here too: the lost
-// updates a run caused (damage.go), what each client believed it held
-// (beliefs.go), the moments safety was at stake and how each ended
-// (exposure.go, exposurereason.go: a valid verdict is worth only what it
-// put at stake) and the stale write that caused a violation (cause.go,
-// explain.go).
+// Package models decides a history. It holds the model, the checker, and
+// beside them, each in files of its own, the damage and the cause that
+// come with a verdict:
+//
+//   - the model: fenced storage, a register that admits only the newest
+//     lease's writes, as a porcupine Model (fenced.go);
+//   - the checker: Check, one pass over each key that streams (stream.go,
+//     jit.go, jitstate.go, jitcompact.go), and CheckWhole, porcupine's full
+//     search that cross-checks it (check.go, which also holds Verdict and
+//     Result);
+//   - the damage: how many acknowledged updates a run lost (ComputeDamage,
+//     damage.go), its answer to "how unsafe";
+//   - the cause: the stale write that caused a violation, put first
+//     (StaleWriteFirst, cause.go), and the sentence that tells it from
+//     porcupine's partial linearization (Explain, explain.go);
+//   - what the verdict is worth: what each client believed it held
+//     (beliefs.go) and the moments safety was at stake and how each ended
+//     (exposure.go, exposurereason.go).
 //
 // It reads ops and returns results: no I/O but the io.Reader it is handed,
 // no knowledge of any backend, and it never touches the process. A check's
