@@ -56,7 +56,7 @@ func dockerRows() []row {
 
 	memCfg := harness.Config{Backend: "memory", Cluster: "docker", Fencing: "all", Nemesis: []string{"none"}, Clients: 1, Keys: 1,
 		TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, NemesisInterval: 5 * time.Second, CheckTimeout: time.Minute, Store: tempStore()}
-	if p50, p99, err := harness.AgentRoundTrips(ctx, memCfg, 1000); err != nil {
+	if p50, p99, err := agentRoundTrips(ctx, memCfg, 1000); err != nil {
 		rows = append(rows, failedRow("agent round trip over docker exec", err))
 	} else {
 		rows = append(rows, row{name: "agent round trip over docker exec, median", value: float64(p50) / 1e6, unit: "ms", goal: "measured", pass: true,
@@ -71,7 +71,7 @@ func dockerRows() []row {
 		rows = append(rows, row{name: "etcd, 3 nodes, 5 clients: acquisitions per second", value: acqRate, unit: "/s", goal: "measured", pass: true,
 			note: fmt.Sprintf("p50/p99 ms: acquire %.1f/%.1f, read %.1f/%.1f, write %.1f/%.1f", harnessMs["acquire"][0], harnessMs["acquire"][1],
 				harnessMs["read"][0], harnessMs["read"][1], harnessMs["write"][0], harnessMs["write"][1])})
-		loop, err := harness.Yardstick(ctx, etcdCfg, 20*time.Second)
+		loop, err := yardstick(ctx, etcdCfg, 20*time.Second)
 		if err != nil {
 			rows = append(rows, failedRow("etcd bare clientv3 loop", err))
 		} else {

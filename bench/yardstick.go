@@ -1,42 +1,31 @@
-package harness
+package main
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/runstore"
 )
 
-// Yardstick sets up the Docker system cfg describes and runs `check loop`
+// yardstick sets up the Docker system cfg describes and runs `check loop`
 // (a bare client loop: no harness, no agent, no recording) with the run's
 // client spec for d — one loop process with one client in each client
 // container, the topology of a test, where every client is its own process
 // — then tears everything down and returns the loops' numbers merged.
 // Benchmarks compare it with what the harness records.
-func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, error) {
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "fencecheck-yardstick")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	s, err := openDocker(ctx, &cfg, &runState{}, runstore.Run(dir), func(string, ...any) {}, io.Discard)
+func yardstick(ctx context.Context, cfg harness.Config, d time.Duration) (*loopNumbers, error) {
+	s, err := harness.SetUpBare(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close(context.Background())
-	spec, _ := json.Marshal(s.spec)
+	spec, _ := json.Marshal(s.ClientSpec())
 	type loopOut struct {
 		Acquires int                  `json:"acquires"`
 		Samples  map[string][]float64 `json:"samples"`
@@ -48,7 +37,7 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := s.cluster.Exec(ctx, history.SlotName(i+1), []string{engine.BinaryPath, "loop", "--spec", string(spec),
+			res, err := s.Cluster().Exec(ctx, history.SlotName(i+1), []string{engine.BinaryPath, "loop", "--spec", string(spec),
 				"--clients", "1", "--duration", d.String()})
 			switch {
 			case err != nil:
@@ -61,7 +50,7 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 		}()
 	}
 	wg.Wait()
-	n := &LoopNumbers{Seconds: d.Seconds(), Millis: map[string][2]float64{}}
+	n := &loopNumbers{Seconds: d.Seconds(), Millis: map[string][2]float64{}}
 	all := map[string][]float64{}
 	for i, o := range outs {
 		if errs[i] != nil {
@@ -79,27 +68,18 @@ func Yardstick(ctx context.Context, cfg Config, d time.Duration) (*LoopNumbers, 
 	return n, nil
 }
 
-// LoopNumbers are the bare loops' merged numbers.
-type LoopNumbers struct {
+// loopNumbers are the bare loops' merged numbers.
+type loopNumbers struct {
 	Acquires int
 	Seconds  float64
 	Millis   map[string][2]float64 // f -> p50, p99 in ms
 }
 
-// AgentRoundTrips times n round trips of a no-op request to an agent in a
+// agentRoundTrips times n round trips of a no-op request to an agent in a
 // client container (the agent answers an unknown f at once), the cost the
 // exec stream adds to every op.
-func AgentRoundTrips(ctx context.Context, cfg Config, n int) (p50, p99 time.Duration, err error) {
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
-		return 0, 0, err
-	}
-	dir, err := os.MkdirTemp("", "fencecheck-rtt")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer os.RemoveAll(dir)
-	s, err := openDocker(ctx, &cfg, &runState{}, runstore.Run(dir), func(string, ...any) {}, io.Discard)
+func agentRoundTrips(ctx context.Context, cfg harness.Config, n int) (p50, p99 time.Duration, err error) {
+	s, err := harness.SetUpBare(ctx, cfg)
 	if err != nil {
 		return 0, 0, err
 	}
