@@ -143,10 +143,6 @@ type Config struct {
 	client *clientdir.Client
 }
 
-// FencingMode is what the shared storage checks tokens on, as Validate
-// parsed it.
-func (c *Config) FencingMode() fenced.Mode { return c.mode }
-
 // setup is what the backend is told about this test.
 func (c *Config) setup(testID string) registry.Setup {
 	return registry.Setup{Recipe: c.Recipe, ServerVersion: c.ServerVersion, Nodes: c.Nodes, LeaseTTL: c.LeaseTTL,

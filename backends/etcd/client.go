@@ -97,13 +97,8 @@ func (c *Client) TrustGrants() {
 	c.Guard.TrustGrants()
 }
 
-// NewClient connects to every endpoint with the mutex recipe. storage nil
-// means --storage etcd.
-func NewClient(endpoints []string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
-	return NewRecipeClient(endpoints, "mutex", ttl, storage)
-}
-
 // NewRecipeClient connects to every endpoint with recipe (one of Recipes).
+// storage nil means --storage etcd.
 func NewRecipeClient(endpoints []string, recipe string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
 	if recipe != "mutex" && recipe != "lock-rpc" {
 		return nil, fmt.Errorf("etcd has no recipe %q (accepted: %s)", recipe, strings.Join(Recipes, ", "))

@@ -29,13 +29,6 @@ func (g *Gate) Thaw() {
 	}
 }
 
-// Frozen reports whether the gate is shut.
-func (g *Gate) Frozen() bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.frozen != nil
-}
-
 // Wait returns at once when the gate is open, and otherwise when it opens.
 // It has no deadline: a frozen process does not notice its own deadlines,
 // it only finds them passed when it wakes.
