@@ -2,8 +2,12 @@
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
 // history to the checker and the reports. Config is what the user asked;
-// Run makes a run value (run.go) whose methods are the phases and which
-// holds what the run learns on the way. It owns time, phases and the
+// Run makes a run value (run.go) that holds what the run learns on the
+// way and steps through the phases: its own methods tear down, check and
+// report, and it hands the setup, the workload (with the nemesis, the heal
+// and the final reads) and the servers' versions to free functions that
+// take only what they need (openSystem in system.go, runWorkloadPhases in
+// phases.go, askServers in versions.go). It owns time, phases and the
 // recorder; it never judges a history itself, and never names a backend or
 // a fault: what a backend accepts and how it is set up, it asks
 // backends/registry; which faults exist, what they need and how they are
@@ -579,9 +583,9 @@ func checkName(name string) error {
 
 // checkServerImage refuses --server-image where it cannot work, before
 // anything is created: a backend that has no image conventions, an
-// in-process run, a server version beside it (the image decides), and the
-// clock faults (they preload libfaketime into the server's process, which
-// an image's own entrypoint does not take).
+// in-process run, a server version beside it (the image decides), and a
+// fault that prepares the servers (nemesis.Prepares: it changes how their
+// process starts, which an image's own entrypoint decides).
 func (c *Config) checkServerImage(b registry.Info) error {
 	if c.ServerImage == "" {
 		return nil
@@ -604,7 +608,7 @@ func (c *Config) checkServerImage(b registry.Info) error {
 	}
 	for _, f := range c.Nemesis {
 		if nemesis.Prepares([]string{f}) {
-			return usage.Errorf("nemesis", "%s cannot reach a server run from an image: the clock faults preload libfaketime into the server's process, which the image's own entrypoint does not take; drop --server-image or the fault", f)
+			return usage.Errorf("nemesis", "%s cannot reach a server run from an image: the fault changes how the server's process starts, which the image's own entrypoint decides; drop --server-image or the fault", f)
 		}
 	}
 	return nil
