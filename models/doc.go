@@ -17,6 +17,9 @@
 //     (beliefs.go) and the moments safety was at stake and how each ended
 //     (exposure.go, exposurereason.go).
 //
+// models/verdict settles a run's verdict from what the checker found and
+// how the run went; it is the one place that decides it.
+//
 // It reads ops and returns results: no I/O but the io.Reader it is handed,
 // no knowledge of any backend, and it never touches the process. A check's
 // bounds on time and memory, which set Go's memory limit and watch the

@@ -153,7 +153,7 @@ type Info struct {
 	AllEndpoints string
 
 	// CoreImage, when set, says that a Docker run of this setup needs
-	// only the core node image (compose.EnsureCoreImage: the tools and the
+	// only the core node image (images.EnsureCoreImage: the tools and the
 	// servers compiled on the host), not Debian's servers on top of it,
 	// so a first run does not wait for them. Nil: the whole node image.
 	CoreImage func(s Setup) bool
@@ -215,7 +215,7 @@ func All() []Info { return slices.Clone(infos) }
 
 // RunDirs are every directory a run writes in the nodes, whichever
 // backend or storage ran there: emptied, they leave a warm cluster as a
-// new one was (compose.Cluster.Rewarm).
+// new one was (engine.Cluster.Rewarm).
 func RunDirs() []string {
 	dirs := []string{backends.DataRoot, backends.LogDir}
 	for _, b := range infos {
