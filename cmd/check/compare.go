@@ -199,14 +199,8 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	w := harness.EngineWidth(cmd.Context(), m.NeedsDocker())
-	if cmd.Flags().Changed("parallel") {
-		if err := harness.CheckParallel(spec.Parallel, w); err != nil {
-			return err
-		}
-	} else {
-		m.Parallel = w.N
-		fmt.Fprintf(cmd.OutOrStdout(), "compare: %d runs at a time (%s; --parallel sets it)\n", w.N, w.Why)
+	if err := setWidth(cmd, m); err != nil {
+		return err
 	}
 	if cf.dir == "" {
 		cf.dir = runstore.CompareDir(runstore.DefaultRoot, time.Now())
@@ -237,5 +231,17 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 		}
 		return &exitError{code, fmt.Errorf("%s (see %s)", why, runstore.Comparison(cf.dir).Markdown())}
 	}
+	return nil
+}
+
+// setWidth gives m its --parallel: the flag's value, checked against what
+// the engine holds, or the engine's default, printed with its reasons.
+func setWidth(cmd *cobra.Command, m *compare.Matrix) error {
+	w := harness.EngineWidth(cmd.Context(), m.NeedsDocker())
+	if cmd.Flags().Changed("parallel") {
+		return harness.CheckParallel(m.Parallel, w)
+	}
+	m.Parallel = w.N
+	fmt.Fprintf(cmd.OutOrStdout(), "compare: %d runs at a time (%s; --parallel sets it)\n", w.N, w.Why)
 	return nil
 }
