@@ -5,7 +5,8 @@
 // every fault, the harness's memory sampled throughout; --only long runs it
 // alone; the overhead group measures a run's cost beyond its workload on
 // each backend, on new clusters and on warm ones; --only preset runs the
-// jepsen-etcd preset on both; --only stress runs back-to-back pause-holder runs on etcd beside
+// jepsen-etcd preset on both; --only parallel runs a preset at several
+// --parallel widths with the same seed; --only stress runs back-to-back pause-holder runs on etcd beside
 // CPU, disk and memory pressure, and only when asked for by name). It is a
 // measurement, never a test: nothing here fails CI.
 package main
@@ -36,7 +37,7 @@ func main() {
 	presetRuns := flag.Int("preset-runs", 10, "runs per cell of the jepsen-etcd preset in the preset group (only when named: --only preset)")
 	docker := flag.Bool("docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	runs := flag.Int("runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
-	only := flag.String("only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset); scale and preset run only when asked for")
+	only := flag.String("only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset, parallel); scale, preset and parallel run only when asked for")
 	longTime := flag.Duration("long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	longEvery := flag.Duration("long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	longSamples := flag.String("long-samples", "", "write the long run's memory samples to this file (tab-separated)")
@@ -52,6 +53,11 @@ func main() {
 	checkMemory := flag.Int64("check-memory-bytes", 4<<30, "internal: with --check-file, the check's memory bound")
 	scaleSizes := flag.String("scale-sizes", "100k,1M,10M", "op counts of the scale group's histories (comma list; k and M allowed)")
 	exposureCase := flag.Bool("exposure-case", false, "internal: count the exposures of the exposure row's history and print the numbers")
+	parallelPresets := flag.String("parallel-presets", "jepsen-etcd", "presets of the parallel group (comma list; only when named: --only parallel)")
+	parallelWidths := flag.String("parallel-widths", "1,2,3,4", "--parallel values of the parallel group, the first the one the others are held against")
+	parallelRunsN := flag.Int("parallel-runs", 3, "runs per cell in the parallel group")
+	parallelTime := flag.Duration("parallel-time", 30*time.Second, "time limit of each run in the parallel group (0: the preset's)")
+	parallelSeed := flag.Int64("parallel-seed", 5000, "seed of the parallel group's comparisons, the same at every width")
 	flag.Parse()
 	if *exposureCase {
 		exposureChild()
@@ -137,6 +143,18 @@ func main() {
 	}
 	if *docker && *only != "" && want("preset") {
 		rows = append(rows, presetRows(*presetRuns)...)
+	}
+	if *docker && *only != "" && want("parallel") {
+		o := parallelOptions{presets: strings.Split(*parallelPresets, ","), runs: *parallelRunsN, timeLimit: *parallelTime, seed: *parallelSeed}
+		for _, f := range strings.Split(*parallelWidths, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				fmt.Fprintf(os.Stderr, "bench: --parallel-widths: %q is not a width (e.g. 1,2,3,4)\n", f)
+				os.Exit(254)
+			}
+			o.widths = append(o.widths, n)
+		}
+		rows = append(rows, parallelRows(o)...)
 	}
 	if *docker && want("long") {
 		rows = append(rows, longRows(*longTime, *longEvery, *longSamples)...)
