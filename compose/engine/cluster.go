@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path"
 	"sort"
 	"sync"
 	"time"
@@ -124,26 +122,19 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	// One tar of the binary serves every node: the binary is tens of MB
-	// and the nodes are created in parallel, so a copy per node would hold
-	// hundreds of MB until the next GC.
-	var binary []byte
-	if spec.Binary != "" {
-		b, err := os.ReadFile(spec.Binary)
-		if err != nil {
-			return nil, fmt.Errorf("test %s: reading the binary for %s: %w", spec.TestID, BinaryPath, err)
-		}
-		binary, err = singleFileTar(path.Base(BinaryPath), b, 0o755)
-		if err != nil {
-			return nil, err
-		}
-	}
 	exists, err := ImageExists(ctx, cli, spec.Image)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
 		return nil, missingImageError(spec.Image)
+	}
+	if spec.Binary != "" {
+		// The nodes run from the agent image, which carries the binary
+		// (agentimage.go): no copy per container.
+		if spec, err = withAgentImages(ctx, cli, spec); err != nil {
+			return nil, err
+		}
 	}
 	if spec.ServerImage != "" {
 		exists, err := ImageExists(ctx, cli, spec.ServerImage)
@@ -210,7 +201,7 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			id, err := createNode(ctx, cli, cfg, binary)
+			id, err := createNode(ctx, cli, cfg)
 			if id != "" {
 				mu.Lock()
 				ids = append(ids, id)
@@ -236,9 +227,9 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	return c, nil
 }
 
-// createNode creates and starts one container, copying the binary into it
-// (binaryTar: a tar holding it) before it starts. It returns the container's id as soon as there is one.
-func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig, binaryTar []byte) (string, error) {
+// createNode creates and starts one container. It returns the container's
+// id as soon as there is one.
+func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig) (string, error) {
 	resp, err := cli.ContainerCreate(ctx, cfg.Config, cfg.HostConfig, cfg.Networking, nil, cfg.Name)
 	if err != nil {
 		switch {
@@ -248,11 +239,6 @@ func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig, bi
 			return "", missingImageError(cfg.Config.Image)
 		}
 		return "", fmt.Errorf("creating %s: %w", cfg.Name, DaemonError(cli.DaemonHost(), err))
-	}
-	if binaryTar != nil {
-		if err := cli.CopyToContainer(ctx, resp.ID, path.Dir(BinaryPath), bytes.NewReader(binaryTar), container.CopyToContainerOptions{}); err != nil {
-			return resp.ID, fmt.Errorf("copying the binary into %s: %w", cfg.Name, err)
-		}
 	}
 	if err := cli.ContainerStart(ctx, resp.ID, container.StartOptions{}); err != nil {
 		return resp.ID, fmt.Errorf("starting %s: %w", cfg.Name, DaemonError(cli.DaemonHost(), err))
