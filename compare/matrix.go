@@ -428,9 +428,7 @@ func (m *Matrix) checkCells() error {
 				continue
 			}
 			cells++
-			cfg := m.Config(r, f, 0, "compare")
-			cfg.Defaults()
-			if err := cfg.Validate(); err != nil {
+			if _, err := harness.ResolveCell(m.Config(r, f, 0, "compare"), nil); err != nil {
 				var ue *usage.Error
 				if errors.As(err, &ue) {
 					return usage.Errorf(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
