@@ -2,16 +2,22 @@
 // the clients through the workload while the nemesis injects faults,
 // records every operation, heals, takes the final reads and hands the
 // history to the checker and the reports. Config is what the user asked;
-// Run makes a run value (run.go) that holds what the run learns on the
-// way and steps through the phases: its own methods tear down, check and
-// report, and it hands the setup, the workload (with the nemesis, the heal
-// and the final reads) and the servers' versions to free functions that
-// take only what they need (openSystem in system.go, runWorkloadPhases in
-// phases.go, askServers in versions.go). It owns time, phases and the
-// recorder; it never judges a history itself, and never names a backend or
-// a fault: what a backend accepts and how it is set up, it asks
-// backends/registry; which faults exist, what they need and how they are
-// built, it asks nemesis's registry.
+// Resolve (test.go) turns it into a Test — the defaults filled in, every
+// field checked, and what the phases need derived once (the backend's
+// registry entry, the fencing mode, the loaded --client program, what the
+// faults are told, the server count, the name) — so a run asks the
+// registry about its backend once and reads a --client directory once.
+// Run is Resolve and RunTest; RunTest makes a run value (run.go) that
+// holds the Test and what the run learns on the way, and steps through
+// the phases as its methods: set up (through systemSetup: open in
+// system.go, openDocker in dockersetup.go), the workload with the
+// nemesis, the heal and the final reads (workloadPhases and drive in
+// phases.go, the clients in workload.go), the servers' versions
+// (askServers in versions.go), tear down, check and report. It owns time,
+// phases and the recorder; it never judges a history itself, and never
+// names a backend or a fault: what a backend accepts and how it is set
+// up, it asks backends/registry; which faults exist, what they need and
+// how they are built, it asks nemesis's registry.
 package harness
 
 import (
@@ -82,7 +88,7 @@ type Config struct {
 	// MinExposures is the least number of exposures (moments a superseded
 	// holder's late op met the storage; models.Exposures) a valid run
 	// needs; a run with fewer is unknown. When --min-exposures is not
-	// given, Defaults sets it: 1 under a fault aimed at a holder
+	// given, Resolve sets it: 1 under a fault aimed at a holder
 	// (nemesis.AimedAtHolders), else 0.
 	MinExposures int
 	// Exposures, when above 0, ends the workload once that many exposures
@@ -121,7 +127,7 @@ type Config struct {
 	NoNetworkDelay bool
 	// ClientDir is a user's lock client directory (`--client DIR`,
 	// docs/client-protocol.md): its program runs in place of the built-in
-	// agent. Validate loads it.
+	// agent. Resolve loads it.
 	ClientDir string
 	// AgentBinary is the static check binary copied into the containers
 	// (default: FENCECHECK_BINARY, else this executable).

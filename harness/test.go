@@ -22,7 +22,7 @@ import (
 type Test struct {
 	cfg Config
 	// info is the backend's registry entry; known says the backend
-	// exists (Validate refuses it otherwise).
+	// exists (validation refuses it otherwise).
 	info  registry.Info
 	known bool
 	// mode is cfg.Fencing parsed.

@@ -193,7 +193,8 @@ func (t *Test) checkClient() error {
 	case c.Given["recipe"]:
 		return usage.Errorf("recipe", "--recipe picks one of fencecheck's own lock recipes; with --client your program is the recipe. Drop --recipe")
 	case c.Storage != registry.DefaultStorage:
-		// A storage this backend cannot use at all is Validate's to refuse.
+		// A storage this backend cannot use at all is checkStorage's to
+		// refuse.
 		_, ok := b.ClientStorage(c.Storage)
 		if !ok && (registry.IsSharedStorage(c.Storage) || slices.Contains(b.Storages, c.Storage)) {
 			return usage.Errorf("storage", "with --client your program writes to the fenced storage node (%s)%s; storage %s is reached only through fencecheck's own recipes (docs/client-protocol.md)",
