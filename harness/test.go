@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/backends/fenced"
@@ -110,8 +112,14 @@ func newTest(cfg Config, client *clientdir.Client) *Test {
 }
 
 // Config is the test as resolved: the Config it was made from with its
-// defaults filled in (a copy; changing it changes nothing of t).
-func (t *Test) Config() Config { return t.cfg }
+// defaults filled in. It is a copy, its lists and maps too, so changing
+// it changes nothing of t.
+func (t *Test) Config() Config {
+	c := t.cfg
+	c.Nemesis, c.CommandArgv = slices.Clone(c.Nemesis), slices.Clone(c.CommandArgv)
+	c.Options, c.Given = maps.Clone(c.Options), maps.Clone(c.Given)
+	return c
+}
 
 // Name is the test's name in the store: --name, or derived from the
 // backend, recipe (or client), storage and faults.
