@@ -212,11 +212,11 @@ func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 		b.ClientEndpoints != "one" || b.ReadMix != 0.5 || b.AcquireTimeout != 5500*time.Millisecond {
 		t.Errorf("base %+v", b)
 	}
-	cfg := m.Config(m.Rows[3], m.Faults[0], 0, "/s")
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	test, err := harness.ResolveCell(m.Config(m.Rows[3], m.Faults[0], 0, "/s"), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := test.Config()
 	if cfg.ServerVersion != "3.4" || cfg.PauseDuration != 5*time.Second || cfg.Storage != "etcd" || cfg.StopOnViolation ||
 		cfg.LeaseCheck != "none" || cfg.ClientEndpoints != "one" || !slices.Equal(cfg.Nemesis, []string{"pause-leader", "pause-all"}) {
 		t.Errorf("config %+v", cfg)

@@ -1,9 +1,13 @@
 // Package compare runs a matrix of tests — backends and recipes ×
 // storages and fencing modes (rows) × faults (columns), several runs a
-// cell — through harness.Run, and summarizes each cell from the runs'
-// in-memory results: verdict counts, the median time to the first
-// violation, acquisitions per second, the share of acquisitions that
-// succeeded and the share of acknowledged updates lost. The result's types
+// cell — and summarizes each cell from the runs' in-memory results. Each
+// cell is resolved once (harness.ResolveCell, in Expand: its defaults,
+// its checks, its --client program) and each of its runs is that
+// harness.Test with its own seed and store (Test.Rerun), run on warm
+// clusters (harness.Clusters.RunTest). A cell's summary has the verdict
+// counts, the median time to the first violation, acquisitions per
+// second, the share of acquisitions that succeeded and the share of
+// acknowledged updates lost. The result's types
 // (Comparison, its rows, cells and runs) are compare/result's, which also
 // draws the tables; runstore names their files and says where they go.
 //
@@ -19,7 +23,6 @@
 package compare
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -163,74 +166,18 @@ type Matrix struct {
 	// backend that cannot be bound (Info.OneEndpoint false) runs with
 	// every endpoint instead of being refused.
 	bindWhereAble bool
+	// clients are the --client directories the rows name, as Expand
+	// read them (for the rows' labels): a cell's Test takes its program
+	// from here instead of reading the directory again.
+	clients map[string]*clientdir.Client
+	// cells are the cells resolved so far (cells.go).
+	cells cellCache
 }
 
 // NeedsDocker says whether any row runs on a Docker cluster (the engine
 // then bounds how many runs can go on at once).
 func (m *Matrix) NeedsDocker() bool {
 	return slices.ContainsFunc(m.Rows, func(r Row) bool { return r.Cluster != registry.ClusterInProcess })
-}
-
-// Applicable says why a row cannot run under a fault ("" when it can).
-func (m *Matrix) Applicable(r Row, fault string) string {
-	if inProcess := nemesis.InProcess(); r.Cluster == registry.ClusterInProcess && fault != nemesis.None && !slices.Contains(inProcess, fault) {
-		return fmt.Sprintf("an in-process run injects only %s", strings.Join(inProcess, ", "))
-	}
-	// The rest of the question Validate asks (e.g. a partition of a
-	// backend with one server has nothing to cut).
-	if err := harness.CheckFaults(m.Config(r, fault, 0, "compare")); err != nil {
-		var ue *usage.Error
-		if errors.As(err, &ue) {
-			return ue.Msg
-		}
-		return err.Error()
-	}
-	return ""
-}
-
-// Config is the run of row r under fault f with the given run index.
-func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Config {
-	cfg := m.Base
-	cfg.Backend, cfg.Recipe, cfg.Storage, cfg.Fencing, cfg.Cluster = r.Backend, r.Recipe, r.Storage, r.Fencing, r.Cluster
-	if cfg.ClientDir = r.Client; r.Client != "" {
-		cfg.Recipe = "" // the backend's default sets up its servers; the client is the recipe
-	}
-	cfg.Nemesis = FaultList(fault)
-	cfg.Options = faultOptions(m.Base.Options, cfg.Nemesis)
-	cfg.LeaseCheck = r.LeaseCheck
-	if b, ok := registry.Lookup(r.Backend); ok && m.bindWhereAble && !b.OneEndpoint {
-		cfg.ClientEndpoints = harness.ClientEndpointsAll
-	}
-	cfg.TimeLimit = m.TimeLimit
-	cfg.Seed = m.Seed + int64(run)
-	cfg.Store = store
-	cfg.Name = ""
-	if r.ServerVersion != "" {
-		cfg.ServerVersion = r.ServerVersion
-	}
-	if b, ok := registry.Lookup(r.Backend); ok && len(b.Versions) == 0 {
-		cfg.ServerVersion = "" // a server version means nothing to a backend with one build
-	}
-	return cfg
-}
-
-// faultOptions is what of the matrix's options a cell under faults
-// takes: a fault's own flag (the kleppmann preset's --clock-targets) goes
-// only to the cells of a fault that owns it; a run would refuse it
-// anywhere else, and the preset means it for those cells alone. Options
-// no fault owns (a backend's own) go to every cell.
-func faultOptions(options map[string]string, faults []string) map[string]string {
-	if len(options) == 0 {
-		return options
-	}
-	out := map[string]string{}
-	for flag, v := range options {
-		owners := nemesis.FlagOwners(flag)
-		if len(owners) == 0 || slices.ContainsFunc(owners, func(o string) bool { return slices.Contains(faults, o) }) {
-			out[flag] = v
-		}
-	}
-	return out
 }
 
 // Expand turns a spec into the matrix, checking every value up
@@ -253,7 +200,7 @@ func Expand(spec Spec) (*Matrix, error) {
 			m.Rows = append(m.Rows, r)
 		}
 	}
-	clientRows, builtin, err := expandClients(spec, l.fencing)
+	clientRows, builtin, err := m.expandClients(spec, l.fencing)
 	if err != nil {
 		return nil, err
 	}
@@ -414,37 +361,6 @@ func rowVersions(be registry.Info, list []string) ([]string, error) {
 	return list, nil
 }
 
-// checkCells validates the configuration of every cell that can run, and
-// refuses a matrix where none can.
-func (m *Matrix) checkCells() error {
-	cells := 0
-	var whys []string // why cells cannot run, each reason once
-	for _, r := range m.Rows {
-		for _, f := range m.Faults {
-			if why := m.Applicable(r, f); why != "" {
-				if !slices.Contains(whys, why) {
-					whys = append(whys, why)
-				}
-				continue
-			}
-			cells++
-			cfg := m.Config(r, f, 0, "compare")
-			cfg.Defaults()
-			if err := cfg.Validate(); err != nil {
-				var ue *usage.Error
-				if errors.As(err, &ue) {
-					return usage.Errorf(ue.Flag, "%s under %s: %s", r, f, ue.Msg)
-				}
-				return err
-			}
-		}
-	}
-	if cells == 0 {
-		return usage.Errorf("faults", "no cell can run: %s", strings.Join(whys, "; "))
-	}
-	return nil
-}
-
 // CheckRuns refuses a --runs out of its range, 1 to 100. Expand asks it;
 // so does the CLI for a 0 given on purpose, which Spec reads as the
 // default.
@@ -482,7 +398,8 @@ func defaultCluster(b registry.Info) registry.Cluster { return b.Clusters[0] }
 
 // expandClients makes the rows of spec.Clients (fenced storage, each
 // fencing mode) and says whether the built-in rows of --backends run too.
-func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
+// It keeps each client directory it reads in m.clients.
+func (m *Matrix) expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 	if len(spec.Clients) == 0 {
 		return nil, true, nil
 	}
@@ -505,6 +422,10 @@ func expandClients(spec Spec, fencing []string) ([]Row, bool, error) {
 		if err != nil {
 			return nil, false, usage.Errorf("client", "%v", err)
 		}
+		if m.clients == nil {
+			m.clients = map[string]*clientdir.Client{}
+		}
+		m.clients[dir] = cl
 		for _, be := range backends {
 			if strings.Contains(be, ":") {
 				return nil, false, usage.Errorf("backends", "%s: a recipe means nothing for --client %s; name the backend alone", be, dir)

@@ -96,18 +96,23 @@ func (s *schedule) run() error {
 // one carries out job jb on slot and records it.
 func (s *schedule) one(slot, n, total, width int, jb job) {
 	r, f := s.m.Rows[jb.row], s.m.Faults[jb.col]
-	cfg := s.m.Config(r, f, jb.run, s.dir)
 	s.mu.Lock()
 	where := ""
 	if width > 1 {
 		where = fmt.Sprintf("slot %d: ", slot+1)
 	}
 	fmt.Fprintf(s.progress, "[%d/%d] %s%s × %s, run %d/%d (seed %d); %d left after this\n",
-		n+1, total, where, r, f, jb.run+1, s.m.Runs, cfg.Seed, total-n-1)
+		n+1, total, where, r, f, jb.run+1, s.m.Runs, s.m.Seed+int64(jb.run), total-n-1)
 	s.mu.Unlock()
 	t0 := time.Now()
-	out, err := s.clusters.Run(s.sig, cfg, nil)
-	run := summarizeRun(cfg, s.dir, out, err, time.Since(t0))
+	// The cell was resolved once (Matrix.cell); the run is its Test with
+	// this run's seed and store.
+	var out *harness.RunResult
+	t, err := s.m.runTest(r, f, jb.run, s.dir)
+	if err == nil {
+		out, err = s.clusters.RunTest(s.sig, t, nil)
+	}
+	run := summarizeRun(s.runConfig(t, jb), s.dir, out, err, time.Since(t0))
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -135,6 +140,15 @@ func (s *schedule) one(slot, n, total, width int, jb job) {
 	if s.left[cell]--; s.left[cell] == 0 {
 		s.sumUp(cell, s.runs[cell])
 	}
+}
+
+// runConfig is what a run's summary reads of its configuration: the
+// Test's, or the matrix's for a run whose cell could not be resolved.
+func (s *schedule) runConfig(t *harness.Test, jb job) harness.Config {
+	if t != nil {
+		return t.Config()
+	}
+	return s.m.Config(s.m.Rows[jb.row], s.m.Faults[jb.col], jb.run, s.dir)
 }
 
 // eta is the matrix's time left, from the pace so far: the wall time per

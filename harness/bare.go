@@ -20,18 +20,20 @@ type Bare struct {
 	dir string
 }
 
-// SetUpBare fills cfg's defaults, validates it and sets up its Docker
-// system as a run does before its workload. Close tears it down.
+// SetUpBare resolves cfg (its store is never written, so it is not
+// checked) and sets up its Docker system as a run does before its
+// workload. Close tears it down.
 func SetUpBare(ctx context.Context, cfg Config) (*Bare, error) {
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	t, err := resolve(cfg, nil)
+	if err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "fencecheck-bare")
 	if err != nil {
 		return nil, err
 	}
-	s, err := openDocker(ctx, &cfg, &runState{}, runstore.Run(dir), func(string, ...any) {}, io.Discard)
+	setup := systemSetup{t: t, st: &runState{}, dir: runstore.Run(dir), logf: func(string, ...any) {}, progress: io.Discard}
+	s, err := setup.openDocker(ctx)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err

@@ -27,20 +27,19 @@ func TestClientFlagRefusals(t *testing.T) {
 	for name, tc := range cases {
 		cfg := base()
 		tc.edit(&cfg)
-		cfg.Defaults()
-		if err := cfg.Validate(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+		cfg, err := checked(cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
-	cfg := base()
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	test, err := resolve(base(), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Name != "redis-redislock-fenced-none-none" || cfg.Client().Manifest.Name != "redislock" {
-		t.Errorf("name %s", cfg.Name)
+	if test.Name() != "redis-redislock-fenced-none-none" || test.Client().Manifest.Name != "redislock" {
+		t.Errorf("name %s", test.Name())
 	}
-	if cfg.clientStorage() != nil {
+	if test.own != nil {
 		t.Error("the fenced storage node is not one the client checks itself")
 	}
 }
@@ -56,17 +55,17 @@ func TestClientOwnStorage(t *testing.T) {
 		cfg := Config{Backend: tc.backend, Cluster: "docker", Storage: tc.storage, Fencing: "none", Nemesis: []string{"pause-holder"}, Clients: 3, Keys: 1, Nodes: 3,
 			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, NemesisInterval: time.Second, CheckTimeout: time.Minute,
 			Store: t.TempDir(), ClientDir: "../examples/clients/redislock", Given: map[string]bool{}}
-		cfg.Defaults()
-		if err := cfg.Validate(); err != nil {
+		test, err := resolve(cfg, nil)
+		if err != nil {
 			t.Fatalf("%s/%s: %v", tc.backend, tc.storage, err)
 		}
-		if cfg.Name != tc.name {
-			t.Errorf("%s/%s: name %s, want %s", tc.backend, tc.storage, cfg.Name, tc.name)
+		if test.Name() != tc.name {
+			t.Errorf("%s/%s: name %s, want %s", tc.backend, tc.storage, test.Name(), tc.name)
 		}
-		if cfg.fencingLabel() != "client" {
-			t.Errorf("%s/%s: fencing shown as %q", tc.backend, tc.storage, cfg.fencingLabel())
+		if test.fencingLabel() != "client" {
+			t.Errorf("%s/%s: fencing shown as %q", tc.backend, tc.storage, test.fencingLabel())
 		}
-		cs := cfg.clientStorage()
+		cs := test.own
 		if cs == nil || cs.Read == nil || cs.Describe == nil {
 			t.Fatalf("%s/%s: no client storage", tc.backend, tc.storage)
 		}
@@ -87,27 +86,27 @@ func TestClientRunAsksForRedisMasters(t *testing.T) {
 		if client {
 			c.ClientDir = "../examples/clients/redislock"
 		}
-		c.Defaults()
 		return c
 	}
 	for _, n := range []int{1, 3, 5} {
-		c := base(n, true)
-		if err := c.Validate(); err != nil {
+		test, err := resolve(base(n, true), nil)
+		if err != nil {
 			t.Fatalf("--client --nodes %d: %v", n, err)
 		}
-		if got, err := c.Servers(); err != nil || got != n {
-			t.Errorf("--client --nodes %d: %d servers, %v", n, got, err)
+		if got := test.Servers(); got != n {
+			t.Errorf("--client --nodes %d: %d servers", n, got)
+		}
+		if got, err := test.Config().Servers(); err != nil || got != n {
+			t.Errorf("--client --nodes %d: %d servers asked of the config, %v", n, got, err)
 		}
 	}
-	c := base(2, true)
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--nodes: ") || !strings.Contains(err.Error(), "1, 3 or 5") {
+	if _, err := checked(base(2, true)); err == nil || !strings.Contains(err.Error(), "--nodes: ") || !strings.Contains(err.Error(), "1, 3 or 5") {
 		t.Errorf("--client --nodes 2: %v, want a refusal naming 1, 3 or 5", err)
 	}
-	c = base(5, false)
-	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "--recipe") {
+	if _, err := checked(base(5, false)); err == nil || !strings.Contains(err.Error(), "--recipe") {
 		t.Errorf("--nodes 5 without --client: %v, want the recipe's count", err)
 	}
-	c = base(5, true)
+	c := base(5, true)
 	c.Given = map[string]bool{}
 	if got, err := c.Servers(); err != nil || got != 1 {
 		t.Errorf("--client without --nodes: %d servers, %v; want the default recipe's one", got, err)

@@ -45,21 +45,24 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 	if cfg.Store == "" {
 		cfg.Store = runstore.DefaultRoot // checked, never written
 	}
-	cfg.Defaults()
+	// Any name the defaults would derive starts with the backend's: the
+	// test is named client-test then (the store is never written).
 	if cfg.Name == "" || strings.HasPrefix(cfg.Name, cfg.Backend) {
 		cfg.Name = "client-test"
 	}
-	if err := cfg.Validate(); err != nil {
+	tt, err := resolve(cfg, nil)
+	if err != nil {
 		return 0, err
 	}
+	cfg = tt.cfg
 	dir, err := os.MkdirTemp("", "fencecheck-client-test-")
 	if err != nil {
 		return 0, err
 	}
 	st := &runState{testID: "ct-" + testID(&cfg, time.Now())}
 	logf := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
-	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", cfg.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
-	sys, err := openDocker(ctx, &cfg, st, runstore.Run(dir), logf, out)
+	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", tt.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
+	sys, err := systemSetup{t: tt, st: st, dir: runstore.Run(dir), logf: logf, progress: out}.openDocker(ctx)
 	if err != nil {
 		os.RemoveAll(dir)
 		return 0, err

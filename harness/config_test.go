@@ -39,8 +39,7 @@ func TestValidateRefusesFaultsTheClusterCannotInject(t *testing.T) {
 		cfg := memoryConfig(t, "none", tc.fault)
 		cfg.Backend, cfg.Recipe, cfg.Cluster, cfg.Nodes = tc.backend, tc.recipe, registry.Cluster(tc.cluster), tc.nodes
 		cfg.LeaseTTL = 2 * time.Second
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		switch {
 		case tc.ok && err != nil:
@@ -80,8 +79,7 @@ func TestValidateName(t *testing.T) {
 	} {
 		cfg := memoryConfig(t, "none", "none")
 		cfg.Name = name
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		if ok != (err == nil) {
 			t.Errorf("%q: %v", name, err)
 		}
@@ -128,8 +126,7 @@ func TestNodesAndPauseDurationOnlyWhenGiven(t *testing.T) {
 		for _, g := range tc.given {
 			cfg.Given[g] = true
 		}
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		switch {
 		case tc.flag == "" && err != nil:
@@ -162,8 +159,7 @@ func TestServerVersionRecordsTheDefault(t *testing.T) {
 	} {
 		cfg := memoryConfig(t, "none", "none")
 		cfg.Backend, cfg.ServerVersion, cfg.Cluster, cfg.Nodes, cfg.LeaseTTL = tc.backend, tc.given, "", 3, 2*time.Second
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		if tc.refused != "" {
 			if err == nil || err.Error() != tc.refused {
 				t.Errorf("%s --server-version %q: got %v, want %q", tc.backend, tc.given, err, tc.refused)
@@ -175,7 +171,7 @@ func TestServerVersionRecordsTheDefault(t *testing.T) {
 			continue
 		}
 		var recorded string
-		for _, p := range params(&cfg, nil) {
+		for _, p := range reported(cfg).params(nil) {
 			if p.Name == "server-version" {
 				recorded = p.Value
 			}
@@ -184,4 +180,26 @@ func TestServerVersionRecordsTheDefault(t *testing.T) {
 			t.Errorf("%s --server-version %q records %q, want %q", tc.backend, tc.given, recorded, tc.recorded)
 		}
 	}
+}
+
+// checked is cfg as a run resolves it: its defaults filled in and every
+// field checked (its outputs aside).
+func checked(cfg Config) (Config, error) {
+	t := defaulted(cfg)
+	return t.cfg, t.validate()
+}
+
+// defaulted is cfg's Test with its defaults filled in, nothing checked.
+func defaulted(cfg Config) *Test {
+	t := newTest(cfg, nil)
+	t.cfg.defaults(t.info, t.known, t.client)
+	t.own = t.cfg.ownStorage(t.info)
+	return t
+}
+
+// reported is defaulted with the server count the report gives.
+func reported(cfg Config) *Test {
+	t := defaulted(cfg)
+	t.servers = t.countServers()
+	return t
 }

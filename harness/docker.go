@@ -2,7 +2,6 @@ package harness
 
 import (
 	"context"
-	"debug/elf"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,14 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/docker/docker/client"
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
-	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/runstore"
@@ -32,7 +28,7 @@ import (
 // servers on n1..nN, the storage node, and one container per client slot
 // running `check agent` processes.
 type dockerSystem struct {
-	cfg     *Config
+	t       *Test
 	cluster *engine.Cluster
 	db      backends.DB
 	// servers are the lock service's nodes, n1..nN.
@@ -55,208 +51,6 @@ type dockerSystem struct {
 	warmKey string
 }
 
-// testID names the cluster's Docker objects: short, unique, valid. Two
-// runs of one process that start in the same millisecond (parallel tests,
-// a compare's streams) get distinct ids: the second takes a suffix, -2,
-// -3, …, instead of finding the first one's containers in its way.
-func testID(cfg *Config, started time.Time) string {
-	base := fmt.Sprintf("%s-%s", strings.ToLower(cfg.Backend), started.UTC().Format("150405.000"))
-	issuedIDs.Lock()
-	defer issuedIDs.Unlock()
-	if issuedIDs.seen == nil {
-		issuedIDs.seen = map[string]bool{}
-	}
-	id := base
-	for n := 2; issuedIDs.seen[id]; n++ {
-		id = fmt.Sprintf("%s-%d", base, n)
-	}
-	issuedIDs.seen[id] = true
-	return id
-}
-
-// issuedIDs are the test ids this process has handed out.
-var issuedIDs struct {
-	sync.Mutex
-	seen map[string]bool
-}
-
-// agentBinary is the check binary to copy into the nodes.
-func agentBinary(cfg *Config) (string, error) {
-	path := cfg.AgentBinary
-	if path == "" {
-		path = os.Getenv("FENCECHECK_BINARY")
-	}
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("finding the check binary to run in the containers: %w (set FENCECHECK_BINARY)", err)
-		}
-		path = exe
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("%s cannot run in the containers: %v (build it with CGO_ENABLED=0 go build -o check ./cmd/check, or set FENCECHECK_BINARY)", path, err)
-	}
-	defer f.Close()
-	if f.Machine != elf.EM_X86_64 && f.Machine != elf.EM_AARCH64 {
-		return "", fmt.Errorf("%s is built for %s, not for the containers", path, f.Machine)
-	}
-	return path, nil
-}
-
-// agentMatchesEngine refuses an agent binary built for another
-// architecture than the engine's (a remote engine may differ from this
-// host), before anything is created.
-func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) error {
-	ver, err := cli.ServerVersion(ctx)
-	if err != nil {
-		return fmt.Errorf("asking the Docker engine at %s for its architecture: %w", cli.DaemonHost(), err)
-	}
-	f, err := elf.Open(bin)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[ver.Arch]
-	if want != 0 && f.Machine != want {
-		return fmt.Errorf("%s is built for %s, but the Docker engine at %s runs %s: build it for the engine with CGO_ENABLED=0 GOARCH=%s go build -o check-%s ./cmd/check and set FENCECHECK_BINARY to it",
-			bin, f.Machine, cli.DaemonHost(), ver.Arch, ver.Arch, ver.Arch)
-	}
-	return nil
-}
-
-// coreImageEnough: the run's servers and storage need only the core node
-// image, so a first run does not wait for Debian's servers.
-func coreImageEnough(b registry.Info, cfg *Config, s registry.Setup) bool {
-	if b.CoreImage == nil || !b.CoreImage(s) {
-		return false
-	}
-	k, shared := registry.Storage(cfg.Storage)
-	return !shared || k.CoreImage
-}
-
-func openDocker(ctx context.Context, cfg *Config, st *runState, dir runstore.Run, logf func(string, ...any), progress io.Writer) (*dockerSystem, error) {
-	b, _ := registry.Lookup(cfg.Backend)
-	if b.NewDB == nil {
-		return nil, fmt.Errorf("backend %s cannot run in Docker", cfg.Backend)
-	}
-	id := st.testID
-	if id == "" {
-		id = testID(cfg, time.Now())
-	}
-	db, servers, err := b.NewDB(cfg.setup(id))
-	if err != nil {
-		return nil, err
-	}
-	bin, err := agentBinary(cfg)
-	if err != nil {
-		return nil, err
-	}
-	cli, err := engine.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := agentMatchesEngine(ctx, cli, bin); err != nil {
-		cli.Close()
-		return nil, err
-	}
-	st.phase("image")
-	// The images and compiles a run may need print one line per step
-	// (the tools' output in a log file) unless --verbose-build.
-	build := images.NewBuildOutput(progress, images.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: images.BuildLogDir()})
-	defer build.Close()
-	progress = build
-	ensureImage := images.EnsureImage
-	if coreImageEnough(b, cfg, cfg.setup(id)) {
-		ensureImage = images.EnsureCoreImage
-	}
-	image, err := ensureImage(ctx, cli, progress)
-	if err != nil {
-		return nil, fmt.Errorf("the node image: %w", err)
-	}
-	if p, ok := db.(backends.Preparer); ok {
-		ver, err := cli.ServerVersion(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("asking the Docker engine at %s for its architecture: %w", cli.DaemonHost(), err)
-		}
-		if err := p.Prepare(ctx, ver.Arch, progress); err != nil {
-			return nil, fmt.Errorf("preparing %s: %w", cfg.Backend, err)
-		}
-	}
-	if b.Notes != nil {
-		for _, note := range b.Notes(cfg.setup(id)) {
-			logf("%s", note)
-		}
-	}
-	clientImage := ""
-	if cfg.client != nil {
-		clientImage, err = images.EnsureClientImage(ctx, cli, image, cfg.client, progress)
-		if err != nil {
-			return nil, fmt.Errorf("the image of client %s: %w", cfg.client.Manifest.Name, err)
-		}
-		logf("client %s (%s, manifest hash %s): image %s", cfg.client.Manifest.Name, cfg.ClientDir, cfg.client.Hash(), clientImage)
-	}
-	start := time.Now()
-	st.phase("cluster")
-	st.clusterAsked = true
-	spec := engine.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: cfg.Clients, Binary: bin, ClientImage: clientImage, ServerImage: cfg.ServerImage}
-	key := warmKey(cfg, st, spec)
-	cl, err := upCluster(ctx, cli, spec, st, key, logf)
-	if err != nil {
-		return nil, err
-	}
-	if cl.TestID != id {
-		// A warm cluster: the servers take its id (etcd's cluster token).
-		id, st.testID = cl.TestID, cl.TestID
-		if db, _, err = b.NewDB(cfg.setup(id)); err != nil {
-			return nil, err
-		}
-	}
-	logf("cluster %s: %s, storage, %s (image %s)", id, words.Plural(servers, "server node"), words.Plural(cfg.Clients, "client"), image)
-	if cfg.ServerImage != "" {
-		logf("lock servers from image %s, each in a container of its own that shares its node's network namespace; faults are applied from the node containers and the engine", cfg.ServerImage)
-	}
-	var nodes []string
-	for i := 1; i <= servers; i++ {
-		nodes = append(nodes, fmt.Sprintf("n%d", i))
-	}
-	s := &dockerSystem{cfg: cfg, cluster: cl, db: db, servers: nodes, image: image, clientImage: clientImage, logf: logf, dir: dir, st: st, warmKey: key}
-	st.phase("servers")
-	// A fault that must be in place when each server starts (the first
-	// time and after a kill) prepares the nodes now.
-	fenv := &nemesis.Env{Freezer: s.Freezer()}
-	s.describeTo(fenv)
-	if err := nemesis.Prepare(ctx, cfg.Nemesis, fenv); err != nil {
-		s.Close(context.Background())
-		return nil, err
-	}
-	if err := db.Setup(ctx, cl, nodes); err != nil {
-		s.Close(context.Background())
-		return nil, fmt.Errorf("starting %s: %w", cfg.Backend, err)
-	}
-	var url, secret string
-	if k, ok := registry.Storage(cfg.Storage); ok {
-		url, secret, err = k.Start(ctx, cl, cfg.setup(id))
-		if err != nil {
-			s.Close(context.Background())
-			return nil, fmt.Errorf("starting the storage (%s) in the storage node: %w", cfg.Storage, err)
-		}
-	}
-	if cs := cfg.clientStorage(); cs != nil {
-		if err := s.prepareClientStorage(ctx, cs, url, secret, db.Endpoints()); err != nil {
-			s.Close(context.Background())
-			return nil, err
-		}
-	}
-	s.spec = backends.ClientSpec{Backend: cfg.Backend, Recipe: cfg.Recipe, Storage: cfg.Storage, Fencing: cfg.Fencing,
-		LeaseTTL: cfg.LeaseTTL, LeaseCheck: cfg.LeaseCheck, Endpoints: db.Endpoints(), StorageURL: url, Secret: secret}
-	if cs, ok := db.(backends.ClientSecreter); ok {
-		s.spec.ServiceSecret = cs.ClientSecret()
-	}
-	logf("cluster up in %s", time.Since(start).Round(time.Millisecond))
-	return s, nil
-}
-
 // NewClient starts an agent process in the slot's container: the
 // built-in `check agent`, or the --client program.
 func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client, error) {
@@ -266,7 +60,7 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 	cmd := []string{engine.BinaryPath, "agent"}
 	opts := engine.ExecOptions{}
 	who := fmt.Sprintf("the agent in %s (process %d)", node, process)
-	if cl := s.cfg.client; cl != nil {
+	if cl := s.t.client; cl != nil {
 		cmd = cl.Manifest.Command
 		opts.WorkDir = "/client"
 		who = fmt.Sprintf("client %s in %s (process %d)", cl.Manifest.Name, node, process)
@@ -274,7 +68,7 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 		// The spec goes in on stdin, not argv: it may carry a password.
 		spec := s.spec
 		spec.Process = process
-		spec.Endpoints = EndpointsOf(s.cfg.ClientEndpoints, s.spec.Endpoints, process)
+		spec.Endpoints = EndpointsOf(s.t.cfg.ClientEndpoints, s.spec.Endpoints, process)
 		b, err := json.Marshal(spec)
 		if err != nil {
 			return nil, err
@@ -329,40 +123,42 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 // initFor is the init message of a process in node: everything a client
 // needs, credentials included where the backend has them.
 func (s *dockerSystem) initFor(node string, process int) lockclient.Init {
-	eps := EndpointsOf(s.cfg.ClientEndpoints, s.spec.Endpoints, process)
+	eps := EndpointsOf(s.t.cfg.ClientEndpoints, s.spec.Endpoints, process)
 	init := lockclient.Init{Process: process, Node: node,
-		Service:    lockclient.Service{Backend: s.cfg.Backend, Endpoints: eps, Servers: serversOf(eps)},
-		Storage:    lockclient.Storage{Backend: s.cfg.Storage, URL: s.spec.StorageURL, Fencing: s.cfg.Fencing},
-		LeaseTTLMs: s.cfg.LeaseTTL.Milliseconds()}
+		Service:    lockclient.Service{Backend: s.t.cfg.Backend, Endpoints: eps, Servers: serversOf(eps)},
+		Storage:    lockclient.Storage{Backend: s.t.cfg.Storage, URL: s.spec.StorageURL, Fencing: s.t.cfg.Fencing},
+		LeaseTTLMs: s.t.cfg.LeaseTTL.Milliseconds()}
 	if s.own != nil {
 		init.Storage = s.ownInit
 	}
-	for k := 0; k < s.cfg.Keys; k++ {
+	for k := 0; k < s.t.cfg.Keys; k++ {
 		init.Keys = append(init.Keys, keyName(k))
 	}
-	if c, ok := s.db.(backends.Credentialed); ok && s.cfg.client != nil {
+	if c, ok := s.db.(backends.Credentialed); ok && s.t.client != nil {
 		init.Service.User, init.Service.Password = c.Credentials()
 	}
-	if b, ok := s.db.(backends.BearerAuthed); ok && s.cfg.client != nil {
+	if b, ok := s.db.(backends.BearerAuthed); ok && s.t.client != nil {
 		init.Service.BearerToken, init.Service.CA = b.BearerAuth()
 	}
 	return init
 }
 
 // prepareClientStorage readies the storage the --client program writes
-// with its own fence check (a row per key) and keeps its part of init.
-func (s *dockerSystem) prepareClientStorage(ctx context.Context, cs *registry.ClientStorage, url, secret string, endpoints []string) error {
+// with its own fence check (a row per key) and keeps its part of init,
+// made from the clients' spec (the service's endpoints, the storage's
+// address and secret).
+func (s *dockerSystem) prepareClientStorage(ctx context.Context, cs *registry.ClientStorage) error {
 	var keys []string
-	for k := 0; k < s.cfg.Keys; k++ {
+	for k := 0; k < s.t.cfg.Keys; k++ {
 		keys = append(keys, keyName(k))
 	}
 	if cs.Prepare != nil {
 		if err := cs.Prepare(ctx, s.cluster, keys); err != nil {
-			return fmt.Errorf("readying the storage (%s) for the client: %w", s.cfg.Storage, err)
+			return fmt.Errorf("readying the storage (%s) for the client: %w", s.t.cfg.Storage, err)
 		}
 	}
-	s.own, s.ownInit = cs, cs.Describe(url, secret, endpoints)
-	s.logf("storage %s: the client writes it with its own fence check; fencecheck reads the final values itself", s.cfg.Storage)
+	s.own, s.ownInit = cs, cs.Describe(s.spec.StorageURL, s.spec.Secret, s.spec.Endpoints)
+	s.logf("storage %s: the client writes it with its own fence check; fencecheck reads the final values itself", s.t.cfg.Storage)
 	return nil
 }
 
@@ -496,7 +292,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 			return nil
 		}
 	}
-	if s.cfg.KeepCluster {
+	if s.t.cfg.KeepCluster {
 		s.logf("cluster %s kept (--keep-cluster): docker exec -it %s bash; remove it with: check cluster down --id %s",
 			s.cluster.TestID, engine.ContainerName(s.cluster.TestID, "n1"), s.cluster.TestID)
 		return errors.Join(errs...)

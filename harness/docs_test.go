@@ -18,9 +18,8 @@ import (
 // pasted back into --nemesis.
 func TestNemesisParamIsTheFlagsCommaList(t *testing.T) {
 	cfg := Config{Backend: "memory", Fencing: "none", Nemesis: []string{"pause", "pause-holder"}}
-	cfg.Defaults()
 	var got string
-	for _, p := range params(&cfg, nil) {
+	for _, p := range reported(cfg).params(nil) {
 		if p.Name == "nemesis" {
 			got = p.Value
 		}
@@ -66,8 +65,7 @@ func derivedNames() map[string]bool {
 				for _, f := range fencings {
 					for _, fault := range nemesis.Names() {
 						cfg := Config{Backend: b.Name, Recipe: rc, Storage: st, Fencing: f, Nemesis: []string{fault}}
-						cfg.Defaults()
-						out[cfg.Name] = true
+						out[defaulted(cfg).Name()] = true
 					}
 				}
 			}
@@ -131,9 +129,9 @@ func TestResultsDocMatchesTheRun(t *testing.T) {
 	if i := strings.Index(sec[3:], "\n## "); i >= 0 {
 		sec = sec[:i+3]
 	}
-	cfg := Config{Backend: "memory", Fencing: "none", Nemesis: []string{"pause"}}
-	cfg.Defaults()
-	for _, p := range params(&cfg, nil) {
+	test := reported(Config{Backend: "memory", Fencing: "none", Nemesis: []string{"pause"}})
+	cfg := test.Config()
+	for _, p := range test.params(nil) {
 		if !strings.Contains(sec, "`"+p.Name+"`") {
 			t.Errorf("docs/results.md's params[] section does not list %q", p.Name)
 		}

@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -10,10 +9,10 @@ import (
 // had already expired, among every grant of the run (the final reads'
 // too), as the backend tells them from the acquires' completions
 // (registry.Info.ExpiredGrant). Where it cannot tell, it says why.
-func expiredGrants(cfg *Config, events []history.Event) *reports.ExpiredGrants {
-	b, _ := registry.Lookup(cfg.Backend)
+func expiredGrants(t *Test, events []history.Event) *reports.ExpiredGrants {
+	b := t.info
 	switch {
-	case cfg.client != nil:
+	case t.client != nil:
 		return &reports.ExpiredGrants{Why: "a --client program's acquisitions are its own: fencecheck cannot tell which of its grants were on an expired lease"}
 	case b.ExpiredGrant == nil:
 		return &reports.ExpiredGrants{Why: b.NoExpiredGrants}
@@ -23,7 +22,7 @@ func expiredGrants(cfg *Config, events []history.Event) *reports.ExpiredGrants {
 		if e.IsNemesis() || e.F != history.Acquire || e.Type == history.Invoke {
 			continue
 		}
-		expired := b.ExpiredGrant(cfg.Recipe, e)
+		expired := b.ExpiredGrant(t.cfg.Recipe, e)
 		if expired {
 			g.Count++
 		}

@@ -19,7 +19,7 @@ func TestExpiredGrantsCounted(t *testing.T) {
 		{Process: 4, Type: history.Fail, F: history.Acquire, Key: "k0", Error: "lock not granted: context deadline exceeded"},
 		{Process: 0, Type: history.OK, F: history.Write, Key: "k0", Token: 0},
 	}
-	g := expiredGrants(&Config{Backend: "etcd", Recipe: "mutex"}, events)
+	g := expiredGrants(defaulted(Config{Backend: "etcd", Recipe: "mutex"}), events)
 	if !g.Counted || g.Count != 3 || g.Grants != 4 {
 		t.Fatalf("etcd mutex: %+v, want 3 of 4 grants counted", g)
 	}
@@ -27,7 +27,7 @@ func TestExpiredGrantsCounted(t *testing.T) {
 	// lock (etcd 3.5 and later), not a grant.
 	rpc := append(events[:4:4], history.Event{Process: 5, Type: history.Fail, F: history.Acquire, Key: "k0",
 		Error: "lock not granted: rpc error: code = Unknown desc = mutex: session is expired"})
-	g = expiredGrants(&Config{Backend: "etcd", Recipe: "lock-rpc"}, rpc)
+	g = expiredGrants(defaulted(Config{Backend: "etcd", Recipe: "lock-rpc"}), rpc)
 	if !g.Counted || g.Count != 2 || g.Grants != 3 {
 		t.Fatalf("etcd lock-rpc: %+v, want 2 of 3 grants counted", g)
 	}
@@ -36,7 +36,7 @@ func TestExpiredGrantsCounted(t *testing.T) {
 // Every backend either counts them or says why not.
 func TestEveryBackendSaysWhetherItCountsExpiredGrants(t *testing.T) {
 	for _, b := range registry.All() {
-		g := expiredGrants(&Config{Backend: b.Name}, nil)
+		g := expiredGrants(defaulted(Config{Backend: b.Name}), nil)
 		if g.Counted == (g.Why != "") {
 			t.Errorf("%s: counted %v, why %q: one or the other", b.Name, g.Counted, g.Why)
 		}

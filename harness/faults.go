@@ -15,18 +15,10 @@ import (
 // (what it needs, how long it holds, how it is built). The harness asks
 // the registry and names no fault.
 
-// faultSettings is what the faults are told about this run: on a Docker
-// cluster with this many server nodes, or in process.
-func (c *Config) faultSettings(docker bool, servers int) nemesis.Settings {
-	b, _ := registry.Lookup(c.Backend)
-	return nemesis.Settings{Backend: c.Backend, NoClockFaults: b.NoClockFaults, Docker: docker, Servers: servers, Clients: c.Clients,
-		LeaseTTL: c.LeaseTTL, PauseDuration: c.PauseDuration, Interval: c.NemesisInterval, Options: c.Options}
-}
-
 // faultEnv is what the faults of a run are built from over sys. The
 // recorder's parts (Claims, Observe) are the caller's to fill.
-func faultEnv(cfg *Config, sys System) *nemesis.Env {
-	env := &nemesis.Env{Settings: cfg.faultSettings(false, 0), Freezer: sys.Freezer()}
+func faultEnv(t *Test, sys System) *nemesis.Env {
+	env := &nemesis.Env{Settings: t.faults, Freezer: sys.Freezer()}
 	if ds, ok := sys.(*dockerSystem); ok {
 		ds.describeTo(env)
 	}
@@ -41,18 +33,18 @@ func (s *dockerSystem) describeTo(env *nemesis.Env) {
 			servers = append(servers, n.Name)
 		}
 	}
-	env.Settings = s.cfg.faultSettings(true, len(servers))
+	env.Settings = s.t.faultSettings(true, len(servers))
 	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.cluster, servers, engine.StorageNode, s.db
 	env.Log = s.logf
 }
 
 // buildFaults turns --nemesis into faults over sys.
-func buildFaults(cfg *Config, sys System, rec *history.Recorder, claims *nemesis.Claims) ([]nemesis.Fault, nemesis.Settings, error) {
-	env := faultEnv(cfg, sys)
+func buildFaults(t *Test, sys System, rec *history.Recorder, claims *nemesis.Claims) ([]nemesis.Fault, nemesis.Settings, error) {
+	env := faultEnv(t, sys)
 	env.Claims, env.Observe = claims, rec.Observe
 	// The probes a fault makes run to their end: an interrupt comes back
 	// to the caller once the faults are built.
-	faults, err := nemesis.Build(context.Background(), cfg.Nemesis, env)
+	faults, err := nemesis.Build(context.Background(), t.cfg.Nemesis, env)
 	return faults, env.Settings, faultUsage(err)
 }
 
@@ -66,37 +58,45 @@ func faultUsage(err error) error {
 	return err
 }
 
-// CheckFaults asks, as Validate does before anything is created, whether
+// CheckFaults asks, as Resolve does before anything is created, whether
 // the cluster cfg describes can inject every fault of its --nemesis: nil
-// when it can (or when the backend is unknown, which Validate refuses),
-// else a *usage.Error saying why not.
+// when it can (or when the backend is unknown, which Resolve refuses),
+// else a *usage.Error saying why not. It asks nothing else of cfg, so a
+// comparison can tell a cell no fault of its column fits from one that is
+// wrong.
 func CheckFaults(cfg Config) error {
-	cfg.Defaults()
-	b, ok := registry.Lookup(cfg.Backend)
-	if !ok {
+	// The --client directory is not read: the faults' question needs
+	// nothing of it.
+	t := &Test{cfg: cfg}
+	if t.info, t.known = registry.Lookup(cfg.Backend); !t.known {
 		return nil
 	}
-	return cfg.checkFaults(b)
+	t.cfg.defaults(t.info, t.known, nil)
+	return t.checkFaults()
 }
 
 // checkFaults asks the fault registry about --nemesis: the words, the
-// faults' own flags, and whether the cluster the config describes can
-// inject every fault, as buildFaults will.
-func (c *Config) checkFaults(b registry.Info) error {
+// faults' own flags, and whether the cluster the test describes can
+// inject every fault, as buildFaults will. It keeps what the faults are
+// told (t.faults): on a Docker cluster, with the server count the backend
+// says for it.
+func (t *Test) checkFaults() error {
+	c := &t.cfg
 	if err := nemesis.CheckNames(c.Nemesis); err != nil {
 		return usage.Errorf("nemesis", "%v", err)
 	}
 	docker := c.Cluster == registry.ClusterDocker
 	servers := 0
 	if docker {
-		_, n, err := b.NewDB(c.setup(""))
+		_, n, err := t.info.NewDB(t.setup(""))
 		if err != nil {
 			return err
 		}
 		servers = n
 	}
+	t.faults = t.faultSettings(docker, servers)
 	for _, f := range c.Nemesis {
-		if err := nemesis.Check(f, c.faultSettings(docker, servers)); err != nil {
+		if err := nemesis.Check(f, t.faults); err != nil {
 			return faultUsage(err)
 		}
 	}

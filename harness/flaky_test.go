@@ -68,8 +68,8 @@ func (s *flakySystem) Freezer() nemesis.Freezer { return s.InProcess }
 // client; the run completes and the check still proves it valid.
 func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
 	cfg := memoryConfig(t, "all", "none")
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := checked(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	sys := &flakySystem{inProcess: inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}, rng: rand.New(rand.NewPCG(1, 2))}
@@ -82,11 +82,11 @@ func TestLostAnswersRetireTheProcessAndTheRunGoesOn(t *testing.T) {
 	rec := history.NewRecorder(f)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	next, err := runWorkload(ctx, &cfg, sys, rec, nil, t.Logf)
+	next, err := (workload{cfg: &cfg, sys: sys, rec: rec, logf: t.Logf}).run(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := finalReads(context.Background(), &cfg, sys, rec, next); err != nil || n != cfg.Keys {
+	if n, err := (workload{cfg: &cfg, sys: sys, rec: rec}).finalReads(context.Background(), next); err != nil || n != cfg.Keys {
 		t.Fatalf("final reads of %d of %d keys: %v", n, cfg.Keys, err)
 	}
 	f.Close()
@@ -134,8 +134,8 @@ func (s lostReads) NewClient(ctx context.Context, slot int) (backends.Client, er
 // custom client.
 func TestFinalReadLostRetiresItsProcess(t *testing.T) {
 	cfg := memoryConfig(t, "all", "none")
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := checked(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	sys := lostReads{inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}}
@@ -145,7 +145,7 @@ func TestFinalReadLostRetiresItsProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := history.NewRecorder(f)
-	if _, err := finalReads(context.Background(), &cfg, sys, rec, 10); err != nil {
+	if _, err := (workload{cfg: &cfg, sys: sys, rec: rec}).finalReads(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()
@@ -179,15 +179,15 @@ func (s slowStart) NewClient(ctx context.Context, slot int) (backends.Client, er
 // recorded their ops, and no error is returned.
 func TestWorkloadEndingWhileAClientStartsIsNoError(t *testing.T) {
 	cfg := memoryConfig(t, "all", "none")
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := checked(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	sys := slowStart{inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}, cfg.Clients}
 	rec := history.NewRecorder(io.Discard)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := runWorkload(ctx, &cfg, sys, rec, nil, t.Logf); err != nil {
+	if _, err := (workload{cfg: &cfg, sys: sys, rec: rec, logf: t.Logf}).run(ctx); err != nil {
 		t.Fatalf("the run failed: %v", err)
 	}
 }
@@ -209,8 +209,8 @@ func (s ownStorage) finalReader() func(context.Context, string) (int64, error) {
 // the client's.
 func TestFinalReadOfAClientsOwnStorage(t *testing.T) {
 	cfg := memoryConfig(t, "all", "none")
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := checked(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
 	sys := ownStorage{inProcess{InProcess: memory.NewInProcess(cfg.LeaseTTL, "all")}, 42}
@@ -220,7 +220,7 @@ func TestFinalReadOfAClientsOwnStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := history.NewRecorder(f)
-	if _, err := finalReads(context.Background(), &cfg, sys, rec, 10); err != nil {
+	if _, err := (workload{cfg: &cfg, sys: sys, rec: rec}).finalReads(context.Background(), 10); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

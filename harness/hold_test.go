@@ -46,8 +46,7 @@ func TestHoldOutOfRangeNamesTheFlag(t *testing.T) {
 	for _, h := range []time.Duration{-time.Millisecond, 2 * time.Minute} {
 		cfg := memoryConfig(t, "none", "none")
 		cfg.Dwell = h
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "hold" {
 			t.Fatalf("--hold %s: %v, want a usage error naming --hold", h, err)

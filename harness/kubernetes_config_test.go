@@ -23,15 +23,14 @@ func TestValidateKubernetesCombinations(t *testing.T) {
 	}
 	for _, fault := range []string{"pause-holder", "pause", "partition-client", "kill", "kill-leader", "pause-server", "partition", "partition-primary"} {
 		cfg := base(fault)
-		cfg.Defaults()
-		if err := cfg.Validate(); err != nil {
+		cfg, err := checked(cfg)
+		if err != nil {
 			t.Errorf("%s refused: %v", fault, err)
 		}
 	}
 	for _, fault := range []string{"clock-jump", "clock-strobe"} {
 		cfg := base(fault)
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "nemesis" || !strings.Contains(err.Error(), "monotonic clock") {
 			t.Errorf("%s: got %v, want a --nemesis usage error that says why (the monotonic clock)", fault, err)
@@ -43,8 +42,7 @@ func TestValidateKubernetesCombinations(t *testing.T) {
 	} {
 		cfg := base("pause-holder")
 		mutate(&cfg)
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != flag {
 			t.Errorf("%s: got %v, want a usage error naming --%s", flag, err, flag)

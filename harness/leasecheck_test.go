@@ -32,8 +32,7 @@ func TestLeaseCheckAndClientEndpointsRefusals(t *testing.T) {
 		cfg := memoryConfig(t, "none", "none")
 		cfg.Backend = tc.backend
 		tc.set(&cfg)
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		switch {
 		case tc.want == "" && err != nil:

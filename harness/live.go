@@ -38,9 +38,9 @@ type liveCheck struct {
 // startLive begins checking what rec records. The recorder calls the
 // observer under its lock, so events only join a queue there; a goroutine
 // of its own checks them.
-func startLive(cfg *Config, rec *history.Recorder, logf func(string, ...any)) *liveCheck {
-	l := &liveCheck{done: make(chan struct{}), stopOn: cfg.StopOnViolation, logf: logf,
-		exposures: models.NewExposureCounter(), wantExposures: cfg.Exposures}
+func startLive(t *Test, rec *history.Recorder, logf func(string, ...any)) *liveCheck {
+	l := &liveCheck{done: make(chan struct{}), stopOn: t.cfg.StopOnViolation, logf: logf,
+		exposures: models.NewExposureCounter(), wantExposures: t.cfg.Exposures}
 	l.cond = sync.NewCond(&l.mu)
 	stream := models.NewStream(context.Background(), models.Options{VisualizeMaxOps: 1, OnViolation: l.violation})
 	rec.Observe(func(e history.Event) {

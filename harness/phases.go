@@ -39,15 +39,15 @@ const (
 	EndedByExposures = "exposures"
 )
 
-// runWorkloadPhases drives the workload and the nemesis until the time
-// limit, the first interrupt or the workload's failure, heals every fault
-// and takes the final reads. It reports how far it got and the first
-// error.
-func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
-	logf, progressf func(string, ...any), con *console) (phasesDone, error) {
+// workloadPhases drives the workload and the nemesis on r.sys until the
+// time limit, the first interrupt or the workload's failure, heals every
+// fault and takes the final reads. It reports how far it got and the
+// first error.
+func (r *run) workloadPhases() (phasesDone, error) {
+	cfg, stop, logf, live := &r.t.cfg, r.stop, r.logf, r.live
 	var done phasesDone
 	claims := &nemesis.Claims{}
-	faults, settings, err := buildFaults(cfg, sys, rec, claims)
+	faults, settings, err := buildFaults(r.t, r.sys, r.rec, claims)
 	if err != nil {
 		return done, err
 	}
@@ -57,10 +57,11 @@ func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys Syst
 		Interval:      cfg.NemesisInterval,
 		FaultDuration: nemesis.FaultDuration(settings),
 		Rng:           rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
-		Rec:           rec,
+		Rec:           r.rec,
 		Log:           logf,
 	}
-	d := driveWorkload(stop, cfg, st, sys, rec, live, sched, claims, logf, progressf, con)
+	wl := workload{cfg: cfg, sys: r.sys, rec: r.rec, claims: claims, logf: logf}
+	d := r.drive(wl, sched)
 	interrupted := stop.Err() != nil
 	if interrupted && d.wl.err != nil && errors.Is(d.wl.err, context.Canceled) {
 		// A client cut short while it was being opened: the interrupt's
@@ -108,10 +109,10 @@ func runWorkloadPhases(stop context.Context, cfg *Config, st *runState, sys Syst
 	case interrupted:
 		done.incomplete = fmt.Sprintf("interrupted before the final reads (the workload ran its full %s)", cfg.TimeLimit)
 	}
-	if runErr == nil && !interrupted && rec.Err() == nil {
-		st.phase("final reads")
+	if runErr == nil && !interrupted && r.rec.Err() == nil {
+		r.phase("final reads")
 		logf("final reads")
-		read, err := finalReads(stop, cfg, sys, rec, d.wl.next)
+		read, err := wl.finalReads(stop, d.wl.next)
 		if err != nil {
 			runErr = err
 		}
@@ -145,28 +146,28 @@ type driven struct {
 	fullTime bool
 }
 
-// driveWorkload runs the workload and the nemesis until the time limit,
-// the first interrupt, or until either gives up (every slot failed, a heal
-// failed); the nemesis then heals before the workload is waited for,
-// since a frozen client cannot finish its op.
-func driveWorkload(stop context.Context, cfg *Config, st *runState, sys System, rec *history.Recorder, live *liveCheck,
-	sched *nemesis.Schedule, claims *nemesis.Claims, logf, progressf func(string, ...any), con *console) driven {
+// drive runs the workload wl and the nemesis's schedule until the time
+// limit, the first interrupt, or until either gives up (every slot
+// failed, a heal failed); the nemesis then heals before the workload is
+// waited for, since a frozen client cannot finish its op.
+func (r *run) drive(wl workload, sched *nemesis.Schedule) driven {
+	cfg, logf := &r.t.cfg, r.logf
 	var d driven
-	st.phase("workload")
+	r.phase("workload")
 	wlStart := time.Now()
-	runCtx, cancelRun := context.WithTimeout(stop, cfg.TimeLimit)
+	runCtx, cancelRun := context.WithTimeout(r.stop, cfg.TimeLimit)
 	defer cancelRun()
-	live.onEnd(cancelRun)
+	r.live.onEnd(cancelRun)
 	nemDone := make(chan error, 1)
 	go func() { nemDone <- sched.Run(runCtx) }()
 	logf("workload: %s, %s, %s", words.Plural(cfg.Clients, "client"), words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
 	wlDone := make(chan wlResult, 1)
 	go func() {
-		n, err := runWorkload(runCtx, cfg, sys, rec, claims, logf)
+		n, err := wl.run(runCtx)
 		wlDone <- wlResult{n, err}
 	}()
-	stopProgress := startProgress(runCtx, cfg, rec, sched, time.Now(), progressf, con.Status)
-	go watchHistory(runCtx, rec, logf, cancelRun)
+	stopProgress := r.startProgress(runCtx, sched)
+	go watchHistory(runCtx, r.rec, logf, cancelRun)
 	wlEnded, nemEnded := false, false
 	select {
 	case <-runCtx.Done():
@@ -198,7 +199,7 @@ func driveWorkload(stop context.Context, cfg *Config, st *runState, sys System, 
 	if !nemEnded {
 		d.nemErr = <-nemDone
 	}
-	st.phase("heal")
+	r.phase("heal")
 	d.healErr = nemesis.HealAll(sched.Faults)
 	stopProgress()
 	if !wlEnded {

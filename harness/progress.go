@@ -11,11 +11,14 @@ import (
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
-// startProgress reports the workload's progress until stopped: status
-// gets a fresh line twice a second (a terminal's live status line), logf
-// one every five seconds (the log, and the console when it is no terminal).
-func startProgress(ctx context.Context, cfg *Config, rec *history.Recorder, sched *nemesis.Schedule, started time.Time,
-	logf func(string, ...any), status func(string)) func() {
+// startProgress reports the workload's progress, counted by r's recorder
+// with the faults sched has active, until stopped: the console's status
+// gets a fresh line twice a second (a terminal's live status line),
+// progressf one every five seconds (the log, and the console when it is
+// no terminal).
+func (r *run) startProgress(ctx context.Context, sched *nemesis.Schedule) func() {
+	rec, limit, logf, status := r.rec, r.t.cfg.TimeLimit, r.progressf, r.con.Status
+	started := time.Now()
 	done := make(chan struct{})
 	stopped := make(chan struct{})
 	go func() {
@@ -42,7 +45,7 @@ func startProgress(ctx context.Context, cfg *Config, rec *history.Recorder, sche
 					active = "none"
 				}
 				line := fmt.Sprintf("%s of %s: %.0f ops/s, ok %d, fail %d, info %d, faults: %s",
-					time.Since(started).Round(time.Second), cfg.TimeLimit, rate, c.OK, c.Fail, c.Info, active)
+					time.Since(started).Round(time.Second), limit, rate, c.OK, c.Fail, c.Info, active)
 				status(line)
 				if tick%10 == 0 {
 					logf("%s", line)

@@ -56,8 +56,7 @@ func TestReadMixOutOfRangeNamesTheFlag(t *testing.T) {
 	for _, mix := range []float64{-0.1, 1, 1.5, nanValue()} {
 		cfg := memoryConfig(t, "none", "none")
 		cfg.ReadMix = mix
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "read-mix" || !strings.Contains(err.Error(), "0 to below 1") {
 			t.Fatalf("--read-mix %v: %v, want a usage error naming --read-mix and its range", mix, err)
@@ -65,8 +64,8 @@ func TestReadMixOutOfRangeNamesTheFlag(t *testing.T) {
 	}
 	cfg := memoryConfig(t, "none", "none")
 	cfg.ReadMix = 0.5
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	cfg, err := checked(cfg)
+	if err != nil {
 		t.Fatalf("--read-mix 0.5: %v", err)
 	}
 }
@@ -79,8 +78,7 @@ func TestReadMixRefusedWithAUserClient(t *testing.T) {
 	cfg := Config{Backend: "redis", Cluster: "docker", Fencing: "none", Nemesis: []string{"none"}, Clients: 5, Keys: 1,
 		TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, NemesisInterval: time.Second, CheckTimeout: time.Minute,
 		Store: t.TempDir(), ClientDir: "../examples/clients/redislock", Given: map[string]bool{}, ReadMix: 0.5}
-	cfg.Defaults()
-	err := cfg.Validate()
+	cfg, err := checked(cfg)
 	var ue *usage.Error
 	if !errors.As(err, &ue) || ue.Flag != "read-mix" || !strings.Contains(err.Error(), "--client") {
 		t.Fatalf("--read-mix with --client: %v, want a usage error naming --read-mix and --client", err)
@@ -160,8 +158,7 @@ func TestAcquireTimeoutOutOfRangeNamesTheFlag(t *testing.T) {
 	for _, d := range []time.Duration{time.Millisecond, -time.Second, time.Hour} {
 		cfg := memoryConfig(t, "none", "none")
 		cfg.AcquireTimeout = d
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "acquire-timeout" {
 			t.Fatalf("--acquire-timeout %s: %v, want a usage error naming --acquire-timeout", d, err)

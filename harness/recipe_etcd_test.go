@@ -13,8 +13,8 @@ func TestEtcdRecipes(t *testing.T) {
 	for _, rc := range []string{"mutex", "lock-rpc"} {
 		cfg := Config{Backend: "etcd", Recipe: rc, Fencing: "none", Nemesis: []string{"none"}, Clients: 5, Keys: 1, Nodes: 3,
 			TimeLimit: 10e9, LeaseTTL: 2e9, NemesisInterval: 2e9, CheckTimeout: 60e9, Store: t.TempDir()}
-		cfg.Defaults()
-		if err := cfg.Validate(); err != nil {
+		cfg, err := checked(cfg)
+		if err != nil {
 			t.Errorf("recipe %s: %v", rc, err)
 		}
 		if !strings.Contains(cfg.Name, rc) {
@@ -22,9 +22,8 @@ func TestEtcdRecipes(t *testing.T) {
 		}
 	}
 	cfg := Config{Backend: "etcd", Recipe: "lock", Fencing: "none", Nemesis: []string{"none"}, Store: "x"}
-	cfg.Defaults()
 	var ue *usage.Error
-	if err := cfg.Validate(); !errors.As(err, &ue) || ue.Flag != "recipe" || !strings.Contains(ue.Msg, "lock-rpc") {
+	if _, err := checked(cfg); !errors.As(err, &ue) || ue.Flag != "recipe" || !strings.Contains(ue.Msg, "lock-rpc") {
 		t.Errorf("unknown recipe: %v, want a usage error naming --recipe and listing lock-rpc", err)
 	}
 	if _, err := etcd.NewRecipeClient([]string{"127.0.0.1:1"}, "lock", 2e9, nil); err == nil || !strings.Contains(err.Error(), "mutex, lock-rpc") {

@@ -6,17 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
-	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/verdict"
-	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
 	"github.com/fencecheck/fencecheck/runstore"
 )
@@ -74,12 +70,13 @@ func ExitCode(v models.Verdict) int {
 	return ExitUnknown
 }
 
-// Run carries out one test and writes its store directory. progress gets
-// the log lines a person at a terminal wants; the full log goes to
-// check.log. Bad input is a *usage.Error (exit 254), returned before
-// anything is created; any other error means the test could not be carried
-// out (exit 255), and even then the history recorded so far is on disk,
-// and results.json and the report say what happened (verdict unknown).
+// Run carries out one test and writes its store directory: Resolve, then
+// RunTest. progress gets the log lines a person at a terminal wants; the
+// full log goes to check.log. Bad input is a *usage.Error (exit 254),
+// returned before anything is created; any other error means the test
+// could not be carried out (exit 255), and even then the history recorded
+// so far is on disk, and results.json and the report say what happened
+// (verdict unknown).
 //
 // Interrupts, phase by phase (see docs/reliability.md): the first signal
 // (sig.Stop) ends setup, the workload or the final reads at once, heals
@@ -91,15 +88,27 @@ func Run(sig Signals, cfg Config, progress io.Writer) (*RunResult, error) {
 	return runWith(sig, cfg, progress, &runState{})
 }
 
+// RunTest carries out a resolved test, as Run does.
+func RunTest(sig Signals, t *Test, progress io.Writer) (*RunResult, error) {
+	return runTest(sig, t, progress, &runState{})
+}
+
 // runWith is Run with the state a test may set beforehand (a test id, a
 // hook at each phase).
 func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*RunResult, error) {
-	cfg.Defaults()
-	if err := cfg.Validate(); err != nil {
+	t, err := Resolve(cfg)
+	if err != nil {
 		return nil, err
 	}
-	if err := checkOutputs(&cfg); err != nil {
-		return nil, err
+	return runTest(sig, t, progress, st)
+}
+
+// runTest is RunTest with the run's state.
+func runTest(sig Signals, t *Test, progress io.Writer, st *runState) (*RunResult, error) {
+	if !t.outputsChecked {
+		if err := checkOutputs(&t.cfg); err != nil {
+			return nil, err
+		}
 	}
 	if sig.Stop == nil {
 		sig.Stop = context.Background()
@@ -112,7 +121,7 @@ func runWith(sig Signals, cfg Config, progress io.Writer, st *runState) (*RunRes
 	defer cancelStop()
 	defer context.AfterFunc(sig.Abort, cancelStop)()
 
-	r := &run{cfg: &cfg, runState: st, sig: sig, stop: stop, progress: progress, started: time.Now()}
+	r := &run{t: t, runState: st, sig: sig, stop: stop, progress: progress, started: time.Now()}
 	if err := r.open(); err != nil {
 		return r.out, err
 	}
@@ -164,10 +173,11 @@ func (s *runState) phase(name string) {
 	}
 }
 
-// run is one test being carried out: the Config the user asked for and
-// everything Run learns and makes on the way, phase by phase.
+// run is one test being carried out: the Test resolved from what the
+// user asked for and everything Run learns and makes on the way, phase by
+// phase. The phases are its methods.
 type run struct {
-	cfg *Config
+	t *Test
 	*runState
 	sig      Signals
 	stop     context.Context // sig.Stop, also ended by sig.Abort
@@ -200,7 +210,7 @@ type run struct {
 
 // open makes the run's directory, its log and its history file.
 func (r *run) open() error {
-	cfg := r.cfg
+	cfg := &r.t.cfg
 	dir, err := runstore.NewRun(cfg.Store, cfg.Name, r.started)
 	if err != nil {
 		return err
@@ -260,10 +270,10 @@ func (r *run) fail(err error) {
 // setUpAndRun sets the system up, runs the workload phases on it and
 // tears it down.
 func (r *run) setUpAndRun() {
-	cfg := r.cfg
-	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, cfg.fencingLabel())
+	cfg := &r.t.cfg
+	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, r.t.fencingLabel())
 	r.phase("setup")
-	sys, err := openSystem(r.stop, cfg, r.runState, r.dir, r.logf, r.progress)
+	sys, err := r.systemSetup().open(r.stop)
 	if err == nil && r.stop.Err() != nil {
 		// Set up, but too late: the signal came while it was going on.
 		err = r.stop.Err()
@@ -286,16 +296,16 @@ func (r *run) setUpAndRun() {
 	r.out.TestID = r.testID
 	// The history's time zero is the start of the workload.
 	r.rec = history.NewRecorder(r.histFile)
-	r.live = startLive(cfg, r.rec, r.logf)
+	r.live = startLive(r.t, r.rec, r.logf)
 	var done phasesDone
-	done, r.err = runWorkloadPhases(r.stop, cfg, r.runState, sys, r.rec, r.live, r.logf, r.progressf, r.con)
+	done, r.err = r.workloadPhases()
 	endHistory(r.rec, done, r.err, r.logf)
 	r.live.wait()
 	// Every fault is healed: ask the servers what they are before they
 	// are torn down, briefly after an interrupt; a second signal cuts the
 	// question short.
 	r.marks.mark("versions")
-	r.servers = askServers(r.sig.Abort, sys, cfg, r.stop.Err() != nil, r.logf)
+	r.servers = r.askServers()
 	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
 	r.endedBy = done.endedBy
 	if r.out.Incomplete != "" {
@@ -308,10 +318,15 @@ func (r *run) setUpAndRun() {
 	}
 }
 
+// systemSetup is what setting the run's system up needs of it.
+func (r *run) systemSetup() systemSetup {
+	return systemSetup{t: r.t, st: r.runState, dir: r.dir, logf: r.logf, progress: r.progress}
+}
+
 // leftovers names what a Docker run may have left behind, once the
 // daemon was asked to create the cluster.
 func (r *run) leftovers() {
-	cfg := r.cfg
+	cfg := &r.t.cfg
 	if cfg.Cluster != registry.ClusterDocker || !r.clusterAsked {
 		return
 	}
@@ -355,7 +370,7 @@ func (r *run) saveHistory() {
 
 // check reads the history back, checks it and settles the verdict.
 func (r *run) check() {
-	cfg, out := r.cfg, r.out
+	cfg, out := &r.t.cfg, r.out
 	r.phase("check")
 	events, err := history.ParseFile(r.dir.History())
 	if err != nil {
@@ -398,13 +413,13 @@ func (r *run) check() {
 // report writes the run's files, the JUnit XML and the step summary
 // asked for, and the summary on the terminal.
 func (r *run) report() {
-	cfg, out := r.cfg, r.out
+	cfg, out := &r.t.cfg, r.out
 	r.phase("report")
 	rep := &reports.Run{
 		Dir: string(r.dir), Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
-		Params: params(cfg, sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
+		Params: r.t.params(sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
-		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(cfg, r.events),
+		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(r.t, r.events),
 		EndedBy: r.endedBy,
 	}
 	if r.err != nil {
@@ -434,67 +449,4 @@ func endHistory(rec *history.Recorder, done phasesDone, runErr error, logf func(
 	if err := rec.End(); err != nil {
 		logf("writing the history's end: %v", err)
 	}
-}
-
-// sysInfo describes the system for the report; a system that could not be
-// set up is described by its test id alone.
-func sysInfo(sys System, testID string) map[string]string {
-	if sys != nil {
-		return sys.Info()
-	}
-	if testID != "" {
-		return map[string]string{"docker test id": testID}
-	}
-	return nil
-}
-
-// servers is the lock servers the run had (Config.Servers), or --nodes
-// should the backend not say.
-func servers(cfg *Config) int {
-	if n, err := cfg.Servers(); err == nil {
-		return n
-	}
-	return cfg.Nodes
-}
-
-// params lists everything needed to rerun the test, in a stable order.
-func params(cfg *Config, info map[string]string) []reports.Param {
-	recipe := cfg.Recipe
-	if cfg.client != nil {
-		recipe = cfg.client.Manifest.Name + " (client)"
-	}
-	p := []reports.Param{
-		{Name: "backend", Value: cfg.Backend}, {Name: "recipe", Value: recipe}, {Name: "storage", Value: cfg.Storage}, {Name: "fencing", Value: cfg.fencingLabel()},
-		{Name: "nemesis", Value: strings.Join(cfg.Nemesis, ",")}, {Name: "clients", Value: fmt.Sprint(cfg.Clients)}, {Name: "keys", Value: fmt.Sprint(cfg.Keys)},
-		{Name: "cluster", Value: string(cfg.Cluster)}, {Name: "nodes", Value: fmt.Sprint(servers(cfg))}, {Name: "server-version", Value: cfg.ServerVersion}, {Name: "time-limit", Value: cfg.TimeLimit.String()}, {Name: "lease-ttl", Value: cfg.LeaseTTL.String()},
-		{Name: "work", Value: cfg.Work.String()}, {Name: "hold", Value: cfg.Dwell.String()}, {Name: "read-mix", Value: strconv.FormatFloat(cfg.ReadMix, 'g', -1, 64)},
-		{Name: "pause-duration", Value: cfg.PauseDuration.String()},
-		{Name: "nemesis-interval", Value: cfg.NemesisInterval.String()}, {Name: "op-timeout", Value: cfg.OpTimeout.String()}, {Name: "acquire-timeout", Value: cfg.AcquireTimeout.String()},
-		{Name: "check-timeout", Value: cfg.CheckTimeout.String()}, {Name: "check-memory", Value: units.FormatBytes(cfg.CheckMemory)},
-		{Name: "min-exposures", Value: fmt.Sprint(cfg.MinExposures)}, {Name: "exposures", Value: fmt.Sprint(cfg.Exposures)},
-	}
-	for _, o := range registry.Flags() {
-		p = append(p, reports.Param{Name: o.Name, Value: cfg.Options[o.Name]})
-	}
-	for _, f := range nemesis.Flags() {
-		p = append(p, reports.Param{Name: f.Name, Value: cfg.Options[f.Name]})
-	}
-	if cfg.ServerImage != "" {
-		// The image decides the version; the servers' answer says which.
-		for i := range p {
-			if p[i].Name == "server-version" {
-				p[i].Value = ""
-			}
-		}
-		p = append(p, reports.Param{Name: "server-image", Value: cfg.ServerImage})
-	}
-	if cl := cfg.client; cl != nil {
-		p = append(p, reports.Param{Name: "client", Value: cl.Manifest.Name}, reports.Param{Name: "client-dir", Value: cfg.ClientDir},
-			reports.Param{Name: "client-hash", Value: cl.Hash()})
-	}
-	p = append(p, reports.Param{Name: "seed", Value: fmt.Sprint(cfg.Seed)})
-	for _, k := range sortedKeys(info) {
-		p = append(p, reports.Param{Name: k, Value: info[k]})
-	}
-	return p
 }

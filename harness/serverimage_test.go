@@ -31,8 +31,7 @@ func TestServerImageRefusals(t *testing.T) {
 		if tc.nemesis != nil {
 			cfg.Nemesis = tc.nemesis
 		}
-		cfg.Defaults()
-		err := cfg.Validate()
+		cfg, err := checked(cfg)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s --server-image %s: %v", tc.backend, tc.image, err)

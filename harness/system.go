@@ -3,12 +3,10 @@ package harness
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/nemesis"
-	"github.com/fencecheck/fencecheck/runstore"
 )
 
 // System is the lock service and storage under test, set up for one run.
@@ -46,14 +44,14 @@ func (s inProcess) NewClient(ctx context.Context, slot int) (backends.Client, er
 
 func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 
-// openSystem sets up what cfg asks for.
-func openSystem(ctx context.Context, cfg *Config, st *runState, dir runstore.Run, logf func(string, ...any), progress io.Writer) (System, error) {
-	b, _ := registry.Lookup(cfg.Backend)
+// open sets up the system the test asks for.
+func (s systemSetup) open(ctx context.Context) (System, error) {
+	cfg, b := &s.t.cfg, s.t.info
 	switch {
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
-		return inProcess{b.InProcess(cfg.setup("")), cfg.LeaseCheck}, nil
+		return inProcess{b.InProcess(s.t.setup("")), cfg.LeaseCheck}, nil
 	case cfg.Cluster == registry.ClusterDocker:
-		return openDocker(ctx, cfg, st, dir, logf, progress)
+		return s.openDocker(ctx)
 	}
 	return nil, fmt.Errorf("backend %s on cluster %s is not available in this build", cfg.Backend, cfg.Cluster)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/reports"
 )
 
@@ -32,26 +31,28 @@ type versionAsker interface {
 // results. It never fails the run: a node that does not answer within
 // versionWait is recorded as unknown, and a system that cannot be asked
 // (none set up, a backend without the question) records nothing.
-// interrupted shortens the wait to versionWaitInterrupted.
-func askServers(ctx context.Context, sys System, cfg *Config, interrupted bool, logf func(string, ...any)) *reports.Servers {
+// After an interrupt the wait is versionWaitInterrupted; a second signal
+// (sig.Abort) cuts it short.
+func (r *run) askServers() *reports.Servers {
+	sys, logf := r.sys, r.logf
 	a, ok := sys.(versionAsker)
 	if !ok || sys == nil {
 		return nil
 	}
 	wait := versionWait
-	if interrupted {
+	if r.stop.Err() != nil {
 		wait = versionWaitInterrupted
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := context.WithTimeout(r.sig.Abort, wait)
 	defer cancel()
 	nodes := a.askVersions(ctx)
 	if len(nodes) == 0 {
 		return nil
 	}
-	b, _ := registry.Lookup(cfg.Backend)
+	b := r.t.info
 	server := b.Server
 	if server == "" {
-		server = cfg.Backend
+		server = r.t.cfg.Backend
 	}
 	out := reports.NewServers(server, b.VersionQuery, nodes)
 	logf("servers: %s", out.Summary)

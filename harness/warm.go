@@ -66,6 +66,15 @@ func (p *Clusters) Run(sig Signals, cfg Config, progress io.Writer) (*RunResult,
 	return runWith(sig, cfg, progress, &runState{clusters: p})
 }
 
+// RunTest is harness.RunTest with p's warm clusters, as Run. A nil p is
+// RunTest itself.
+func (p *Clusters) RunTest(sig Signals, t *Test, progress io.Writer) (*RunResult, error) {
+	if p == nil {
+		return RunTest(sig, t, progress)
+	}
+	return runTest(sig, t, progress, &runState{clusters: p})
+}
+
 // Close removes every cluster p holds. Call it once the last run is done,
 // also after an interrupt. A nil p holds nothing.
 func (p *Clusters) Close(ctx context.Context) error {
@@ -132,9 +141,10 @@ func warmKey(cfg *Config, st *runState, spec engine.Spec) string {
 	return fmt.Sprintf("%s|%d servers|%d clients|%s|%s|%s", cfg.Backend, spec.Servers, spec.Clients, spec.Image, spec.ClientImage, spec.Binary)
 }
 
-// upCluster brings spec's cluster up: a warm one made clean when st holds
-// one for key, else a new one.
-func upCluster(ctx context.Context, cli *client.Client, spec engine.Spec, st *runState, key string, logf func(string, ...any)) (*engine.Cluster, error) {
+// upCluster brings spec's cluster up: a warm one made clean when the
+// run's state holds one for key, else a new one.
+func (s systemSetup) upCluster(ctx context.Context, cli *client.Client, spec engine.Spec, key string) (*engine.Cluster, error) {
+	st, logf := s.st, s.logf
 	if key != "" {
 		if cl := st.clusters.take(key); cl != nil {
 			t := time.Now()

@@ -223,10 +223,22 @@ func (w *worker) readLockFree(ctx context.Context, key string) error {
 	return nil
 }
 
-// runWorkload drives every slot until ctx ends; each slot finishes the
-// section it is in (ops have their own timeouts).
+// workload is what the clients are driven with: the test's config, the
+// system they are opened on, the recorder, the claims a fault stops a
+// writer with (nil: none) and the log.
+type workload struct {
+	cfg    *Config
+	sys    System
+	rec    *history.Recorder
+	claims *nemesis.Claims
+	logf   func(string, ...any)
+}
+
+// run drives every slot until ctx ends; each slot finishes the section it
+// is in (ops have their own timeouts).
 // It returns the first process id no slot used.
-func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Recorder, claims *nemesis.Claims, logf func(string, ...any)) (int, error) {
+func (wl workload) run(ctx context.Context) (int, error) {
+	cfg, sys := wl.cfg, wl.sys
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	next := cfg.Clients
@@ -244,8 +256,8 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 			}
 			return next, fmt.Errorf("slot %s: opening a client: %w", history.SlotName(slot), err)
 		}
-		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: rec, cfg: cfg,
-			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: logf, claims: claims, acquireTimeout: cfg.AcquireTimeout}
+		w := &worker{slot: slot, process: slot - 1, slots: cfg.Clients, client: c, sys: sys, rec: wl.rec, cfg: cfg,
+			rng: rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(slot))), logf: wl.logf, claims: wl.claims, acquireTimeout: cfg.AcquireTimeout}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -281,7 +293,8 @@ func runWorkload(ctx context.Context, cfg *Config, sys System, rec *history.Reco
 // recorded as unknown, no further op is started, and what was recorded
 // stays for the check. It returns how many keys were read to the end
 // (their read completed, whatever its outcome).
-func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Recorder, firstProcess int) (int, error) {
+func (wl workload) finalReads(stop context.Context, firstProcess int) (int, error) {
+	cfg, sys := wl.cfg, wl.sys
 	read := 0
 	// withStop runs an op's call under its own deadline and the interrupt.
 	withStop := func(f func(ctx context.Context) (history.Event, error)) func(ctx context.Context) (history.Event, error) {
@@ -309,7 +322,7 @@ func finalReads(stop context.Context, cfg *Config, sys System, rec *history.Reco
 				c = directRead{Client: c, read: read}
 			}
 		}
-		w := &worker{slot: 1, process: firstProcess + k, slots: 1, client: c, sys: sys, rec: rec, cfg: cfg}
+		w := &worker{slot: 1, process: firstProcess + k, slots: 1, client: c, sys: sys, rec: wl.rec, cfg: cfg}
 		key := keyName(k)
 		acq, ok, _ := w.op(history.Event{F: history.Acquire, Key: key}, withStop(func(ctx context.Context) (history.Event, error) {
 			t, err := c.Acquire(ctx, key)
