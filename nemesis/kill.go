@@ -50,11 +50,10 @@ type Kill struct {
 func (k *Kill) Name() string { return k.Label }
 
 func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	ts, err := k.Targets(ctx)
-	if err != nil || len(ts) == 0 {
+	t, err := drawTarget(ctx, k.Targets, rng)
+	if t == "" {
 		return nil, err
 	}
-	t := ts[rng.IntN(len(ts))]
 	// The kill runs to its end even on an interrupt: Docker cannot stop an
 	// exec half-way, so a cancelled kill would leave us not knowing.
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)

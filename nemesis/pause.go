@@ -50,11 +50,10 @@ type Pause struct {
 func (p *Pause) Name() string { return p.Label }
 
 func (p *Pause) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	ts, err := p.Targets(ctx)
-	if err != nil || len(ts) == 0 {
+	t, err := drawTarget(ctx, p.Targets, rng)
+	if t == "" {
 		return nil, err
 	}
-	t := ts[rng.IntN(len(ts))]
 	if err := p.frozen.freeze(ctx, p.Freezer, t); err != nil {
 		return nil, err
 	}
@@ -62,6 +61,18 @@ func (p *Pause) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 }
 
 func (p *Pause) Stop(ctx context.Context) error { return p.frozen.thawAll(ctx, p.Freezer) }
+
+// drawTarget draws the one target a fault acts on, at random among what
+// targets lists now. With nothing to act on (no leader known, say) it
+// returns "" and no error: the fault then acts on nothing this time, which
+// is not an error of the run.
+func drawTarget(ctx context.Context, targets func(context.Context) ([]string, error), rng *rand.Rand) (string, error) {
+	ts, err := targets(ctx)
+	if err != nil || len(ts) == 0 {
+		return "", err
+	}
+	return ts[rng.IntN(len(ts))], nil
+}
 
 // frozenSet remembers what a fault froze so that healing thaws exactly that.
 type frozenSet struct {
