@@ -106,13 +106,8 @@ func (c *clocks) restore(ctx context.Context, label string) error {
 	c.pending.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var mu sync.Mutex
-	var left []string
-	err := eachNode(c.moved, func(n string) error {
+	left, err := healEach(c.moved, func(n string) error {
 		if err := c.set(ctx, n, 0); err != nil {
-			mu.Lock()
-			left = append(left, n)
-			mu.Unlock()
 			return fmt.Errorf("%s: putting %s's clock back: %w", label, n, err)
 		}
 		c.log("%s: %s's clock back to its standing offset %s s (a jump backwards): server clock %s", label, n,

@@ -75,6 +75,24 @@ func eachNode(nodes []string, f func(node string) error) error {
 	return errors.Join(errs...)
 }
 
+// healEach heals every node at once (eachNode) and returns the nodes it
+// failed on, for the fault to keep and try again on its next Stop, with
+// the errors joined: a node whose heal failed is never forgotten, since a
+// node left cut off, frozen or skewed would spoil what runs after.
+func healEach(nodes []string, heal func(node string) error) (left []string, err error) {
+	var mu sync.Mutex
+	err = eachNode(nodes, func(n string) error {
+		err := heal(n)
+		if err != nil {
+			mu.Lock()
+			left = append(left, n)
+			mu.Unlock()
+		}
+		return err
+	})
+	return left, err
+}
+
 // ipOf is a node's address on the cluster network.
 func ipOf(c *engine.Cluster, node string) (string, error) {
 	n, err := c.Node(node)
