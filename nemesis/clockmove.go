@@ -106,7 +106,7 @@ func (c *clocks) restore(ctx context.Context, label string) error {
 	c.pending.Wait()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	left, err := healEach(c.moved, func(n string) error {
+	left, err := healEach(c.moved, eachNode, func(n string) error {
 		if err := c.set(ctx, n, 0); err != nil {
 			return fmt.Errorf("%s: putting %s's clock back: %w", label, n, err)
 		}

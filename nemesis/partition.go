@@ -245,7 +245,7 @@ func flushChain(chain string) string {
 func (p *Partition) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	left, err := healEach(p.touched, func(n string) error {
+	left, err := healEach(p.touched, eachNode, func(n string) error {
 		if _, err := scriptPatiently(ctx, p.Cluster, n, flushChain(FenceChain), healPatience); err != nil {
 			return fmt.Errorf("%s: healing %s: %w", p.Label, n, err)
 		}

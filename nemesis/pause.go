@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -91,16 +90,9 @@ func (s *frozenSet) freeze(ctx context.Context, f Freezer, t string) error {
 func (s *frozenSet) thawAll(ctx context.Context, f Freezer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var errs []error
-	var left []string
-	for _, t := range s.frozen {
-		if err := f.Thaw(ctx, t); err != nil {
-			errs = append(errs, err)
-			left = append(left, t)
-		}
-	}
+	left, err := healEach(s.frozen, inTurn, func(t string) error { return f.Thaw(ctx, t) })
 	s.frozen = left
-	return errors.Join(errs...)
+	return err
 }
 
 // PauseHolder is the targeted pause that makes a lease holder outlive its

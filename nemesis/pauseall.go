@@ -56,7 +56,7 @@ func (p *PauseAll) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 func (p *PauseAll) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	left, err := healEach(p.frozen, func(t string) error { return p.Freezer.Thaw(ctx, t) })
+	left, err := healEach(p.frozen, eachNode, func(t string) error { return p.Freezer.Thaw(ctx, t) })
 	p.frozen = left
 	return err
 }
