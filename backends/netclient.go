@@ -97,6 +97,23 @@ func ServerDeadline(r *http.Request) (context.Context, context.CancelFunc) {
 	return context.WithCancel(r.Context())
 }
 
+// HandleJSON serves POST pattern on mux for the small HTTP services
+// fencecheck runs in its nodes: it decodes the JSON body into a Req and
+// answers with f's value or error (see WriteJSON). A body that does not
+// decode is answered with bad(err), which must be a definite failure:
+// nothing was applied, so the client may say so.
+func HandleJSON[Req any](mux *http.ServeMux, pattern string, bad func(error) error, f func(*http.Request, Req) (any, error)) {
+	mux.HandleFunc("POST "+pattern, func(w http.ResponseWriter, r *http.Request) {
+		var req Req
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			WriteJSON(w, nil, bad(err))
+			return
+		}
+		v, err := f(r, req)
+		WriteJSON(w, v, err)
+	})
+}
+
 // WriteJSON answers a request with v, or with err as an HTTPError.
 func WriteJSON(w http.ResponseWriter, v any, err error) {
 	w.Header().Set("Content-Type", "application/json")

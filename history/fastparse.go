@@ -20,7 +20,6 @@ func decodeFast(b []byte, e *Event) bool {
 		return false
 	}
 	var seen uint16
-	var hasProcess bool
 	first := true
 	for {
 		p.space()
@@ -41,80 +40,14 @@ func decodeFast(b []byte, e *Event) bool {
 			return false
 		}
 		p.space()
-		var bit uint16
-		switch key {
-		case "index":
-			bit = 1 << 0
-			e.Index, ok = p.int()
-		case "time":
-			bit = 1 << 1
-			e.Time, ok = p.int()
-		case "process":
-			bit = 1 << 2
-			hasProcess = true
-			if p.peek() == '"' {
-				var s string
-				s, ok = p.str()
-				if s != "nemesis" {
-					return false
-				}
-				e.Process = NemesisProcess
-			} else {
-				var v int64
-				v, ok = p.int()
-				if v < 0 || v > 1<<31-1 {
-					return false
-				}
-				e.Process = int(v)
-			}
-		case "type":
-			bit = 1 << 3
-			var s string
-			s, ok = p.str()
-			e.Type = Type(s)
-		case "f":
-			bit = 1 << 4
-			e.F, ok = p.str()
-		case "key":
-			bit = 1 << 5
-			e.Key, ok = p.str()
-		case "token":
-			bit = 1 << 6
-			var v int64
-			v, ok = p.int()
-			if v < 0 {
-				return false
-			}
-			e.Token = uint64(v)
-		case "prev":
-			bit = 1 << 7
-			var v int64
-			v, ok = p.int()
-			e.Prev = &v
-		case "value":
-			bit = 1 << 8
-			var v int64
-			v, ok = p.int()
-			e.Value = &v
-		case "error":
-			bit = 1 << 9
-			e.Error, ok = p.str()
-		case "call":
-			bit = 1 << 10
-			e.Call, ok = p.int()
-		case "return":
-			bit = 1 << 11
-			e.Return, ok = p.int()
-		default:
-			return false
-		}
+		bit, ok := p.field(key, e)
 		if !ok || seen&bit != 0 {
 			return false
 		}
 		seen |= bit
 	}
 	p.space()
-	if p.i != len(p.b) || !hasProcess {
+	if p.i != len(p.b) || seen&fieldProcess == 0 {
 		return false
 	}
 	// A nemesis event's value is a list of nodes, and the end event has
@@ -123,6 +56,70 @@ func decodeFast(b []byte, e *Event) bool {
 		return false
 	}
 	return true
+}
+
+// The bits of the fields in decodeFast's seen set, which catches a
+// repeated key (encoding/json would take the last one; the fast path
+// leaves such a line to it).
+const (
+	fieldIndex uint16 = 1 << iota
+	fieldTime
+	fieldProcess
+	fieldType
+	fieldF
+	fieldKey
+	fieldToken
+	fieldPrev
+	fieldValue
+	fieldError
+	fieldCall
+	fieldReturn
+)
+
+// field reads key's value into e and returns key's bit; ok is false for
+// an unknown key or a value outside the fast path's shape.
+func (p *fastParser) field(key string, e *Event) (bit uint16, ok bool) {
+	switch key {
+	case "index":
+		e.Index, ok = p.int()
+		return fieldIndex, ok
+	case "time":
+		e.Time, ok = p.int()
+		return fieldTime, ok
+	case "process":
+		e.Process, ok = p.process()
+		return fieldProcess, ok
+	case "type":
+		var s string
+		s, ok = p.str()
+		e.Type = Type(s)
+		return fieldType, ok
+	case "f":
+		e.F, ok = p.str()
+		return fieldF, ok
+	case "key":
+		e.Key, ok = p.str()
+		return fieldKey, ok
+	case "token":
+		e.Token, ok = p.uint()
+		return fieldToken, ok
+	case "prev":
+		e.Prev, ok = p.intPtr()
+		return fieldPrev, ok
+	case "value":
+		e.Value, ok = p.intPtr()
+		return fieldValue, ok
+	case "error":
+		e.Error, ok = p.str()
+		return fieldError, ok
+	case "call":
+		e.Call, ok = p.int()
+		return fieldCall, ok
+	case "return":
+		e.Return, ok = p.int()
+		return fieldReturn, ok
+	}
+	return 0, false
 }
 
 type fastParser struct {
@@ -192,6 +189,29 @@ func (p *fastParser) int() (int64, bool) {
 	}
 	v, err := strconv.ParseInt(string(p.b[start:p.i]), 10, 64)
 	return v, err == nil
+}
+
+// uint reads a token: an integer that is not negative.
+func (p *fastParser) uint() (uint64, bool) {
+	v, ok := p.int()
+	return uint64(v), ok && v >= 0
+}
+
+// intPtr reads an integer for an optional field (prev, value).
+func (p *fastParser) intPtr() (*int64, bool) {
+	v, ok := p.int()
+	return &v, ok
+}
+
+// process reads a process: "nemesis", or a client's number up to 2^31-1
+// (a larger one is left to encoding/json).
+func (p *fastParser) process() (int, bool) {
+	if p.peek() == '"' {
+		s, ok := p.str()
+		return NemesisProcess, ok && s == "nemesis"
+	}
+	v, ok := p.int()
+	return int(v), ok && v >= 0 && v <= 1<<31-1
 }
 
 // AppendJSON appends the event's line (without the newline) to b: the

@@ -141,24 +141,33 @@ func CheckWhole(ctx context.Context, ops []history.Op, opts Options) Result {
 		}
 	}
 	res := Result{Keys: make([]KeyResult, len(keys))}
+	eachKey(opts.Workers, len(keys), func(i int) {
+		res.Keys[i] = checkKey(ctx, keys[i], byKey[keys[i]], grants[keys[i]], opts)
+	})
+	return verdictOf(res, storageOps)
+}
+
+// eachKey calls f(i) for every i below n on workers goroutines, handing
+// the keys out in order, and returns once every call has: one key's
+// check shares nothing with another's, so they run side by side, and f
+// writes only what belongs to key i.
+func eachKey(workers, n int, f func(i int)) {
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for w := 0; w < opts.Workers; w++ {
+	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				res.Keys[i] = checkKey(ctx, keys[i], byKey[keys[i]], grants[keys[i]], opts)
+				f(i)
 			}
 		}()
 	}
-	for i := range keys {
+	for i := 0; i < n; i++ {
 		jobs <- i
 	}
 	close(jobs)
 	wg.Wait()
-
-	return verdictOf(res, storageOps)
 }
 
 // verdictOf sums up the keys' verdicts.

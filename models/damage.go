@@ -248,18 +248,51 @@ func finalReaders(ops []history.Op) (reads map[string]*history.Op, seen map[stri
 	return reads, seen
 }
 
+// keyTally is what ComputeDamage gathers of one key in one pass over the
+// ops, before the final read and the overlaps are known.
+type keyTally struct {
+	d        KeyDamage
+	okByVal  map[int64]int
+	unkByVal map[int64]int
+	counter  bool // every write stores prev+1
+	admitted []admit
+	writes   []*history.Op
+}
+
+// add counts one op of the tally's key.
+func (a *keyTally) add(o *history.Op) {
+	if (o.F == history.Read || o.F == history.Write) && o.Type == history.Fail && o.Error == lockclient.ErrorFenced {
+		a.d.StaleRefused++
+	}
+	if (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && !o.LockFree {
+		// A lock-free read presents no token: it admits none.
+		a.admitted = append(a.admitted, admit{at: o.Ended(), token: o.Token})
+	}
+	if o.F != history.Write {
+		return
+	}
+	if o.Prev == nil || o.Value == nil || *o.Value != *o.Prev+1 {
+		a.counter = false
+	}
+	switch o.Type {
+	case history.OK:
+		a.d.Acknowledged++
+		a.writes = append(a.writes, o)
+		if o.Value != nil {
+			a.okByVal[*o.Value]++
+		}
+	case history.Info:
+		a.d.UnknownWrites++
+		if o.Value != nil {
+			a.unkByVal[*o.Value]++
+		}
+	}
+}
+
 // ComputeDamage measures the damage in a history's ops (in invocation
 // order, as history.Pair returns them). It is pure.
 func ComputeDamage(ops []history.Op) Damage {
-	type acc struct {
-		d        KeyDamage
-		okByVal  map[int64]int
-		unkByVal map[int64]int
-		counter  bool // every write stores prev+1
-		admitted []admit
-		writes   []*history.Op
-	}
-	byKey := map[string]*acc{}
+	byKey := map[string]*keyTally{}
 	var keys []string
 	var end int64
 	tokens := false
@@ -268,39 +301,14 @@ func ComputeDamage(ops []history.Op) Damage {
 		end = max(end, o.Call, o.Done)
 		a := byKey[o.Key]
 		if a == nil {
-			a = &acc{d: KeyDamage{Key: o.Key}, okByVal: map[int64]int{}, unkByVal: map[int64]int{}, counter: true}
+			a = &keyTally{d: KeyDamage{Key: o.Key}, okByVal: map[int64]int{}, unkByVal: map[int64]int{}, counter: true}
 			byKey[o.Key] = a
 			keys = append(keys, o.Key)
 		}
 		if o.F == history.Acquire && o.Type == history.OK && o.Token != 0 {
 			tokens = true
 		}
-		if (o.F == history.Read || o.F == history.Write) && o.Type == history.Fail && o.Error == lockclient.ErrorFenced {
-			a.d.StaleRefused++
-		}
-		if (o.F == history.Read || o.F == history.Write) && o.Type == history.OK && !o.LockFree {
-			// A lock-free read presents no token: it admits none.
-			a.admitted = append(a.admitted, admit{at: o.Ended(), token: o.Token})
-		}
-		if o.F != history.Write {
-			continue
-		}
-		if o.Prev == nil || o.Value == nil || *o.Value != *o.Prev+1 {
-			a.counter = false
-		}
-		switch o.Type {
-		case history.OK:
-			a.d.Acknowledged++
-			a.writes = append(a.writes, o)
-			if o.Value != nil {
-				a.okByVal[*o.Value]++
-			}
-		case history.Info:
-			a.d.UnknownWrites++
-			if o.Value != nil {
-				a.unkByVal[*o.Value]++
-			}
-		}
+		a.add(o)
 	}
 	sort.Strings(keys)
 
@@ -320,24 +328,7 @@ func ComputeDamage(ops []history.Op) Damage {
 			kd.Overlaps++
 			kd.OverlapS += float64(ov.End-ov.Start) / 1e9
 		}
-		switch fr := finals[k]; {
-		case fr != nil && fr.Type == history.OK && fr.Value != nil:
-			kd.Final = FinalOK
-			v := *fr.Value
-			kd.FinalValue = &v
-		case fr != nil:
-			kd.Final = FinalUnknown
-			kd.Note = "final read did not return a value"
-			if fr.Error != "" {
-				kd.Note += " (" + fr.Error + ")"
-			}
-		default:
-			kd.Final = FinalMissing
-			kd.Note = "final read missing"
-			if seen[k] {
-				kd.Note += ": its lock was not granted"
-			}
-		}
+		setFinal(kd, finals[k], seen[k])
 		if kd.Final == FinalOK {
 			lostUpdates(kd, a.counter, a.okByVal, a.unkByVal)
 		}
@@ -364,6 +355,30 @@ func ComputeDamage(ops []history.Op) Damage {
 		}
 	}
 	return d
+}
+
+// setFinal records a key's final read fr (nil: none) in Final, FinalValue
+// and Note; seen says a final reader was found for the key, so a missing
+// read means its lock was not granted rather than that it never came.
+func setFinal(kd *KeyDamage, fr *history.Op, seen bool) {
+	switch {
+	case fr != nil && fr.Type == history.OK && fr.Value != nil:
+		kd.Final = FinalOK
+		v := *fr.Value
+		kd.FinalValue = &v
+	case fr != nil:
+		kd.Final = FinalUnknown
+		kd.Note = "final read did not return a value"
+		if fr.Error != "" {
+			kd.Note += " (" + fr.Error + ")"
+		}
+	default:
+		kd.Final = FinalMissing
+		kd.Note = "final read missing"
+		if seen {
+			kd.Note += ": its lock was not granted"
+		}
+	}
 }
 
 // lostUpdates fills LostMin and LostMax from the final value, or Note

@@ -39,24 +39,12 @@ func Check(ctx context.Context, ops []history.Op, opts Options) Result {
 		k.add(o)
 	}
 	sort.Strings(keys)
-	jobs := make(chan *keyCheck)
-	var wg sync.WaitGroup
-	for w := 0; w < opts.Workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := range jobs {
-				k.stop = stopper(ctx)
-				k.onViolation = opts.violation(start)
-				k.finish()
-			}
-		}()
-	}
-	for _, key := range keys {
-		jobs <- checks[key]
-	}
-	close(jobs)
-	wg.Wait()
+	eachKey(opts.Workers, len(keys), func(i int) {
+		k := checks[keys[i]]
+		k.stop = stopper(ctx)
+		k.onViolation = opts.violation(start)
+		k.finish()
+	})
 	return assemble(ctx, keys, checks, start, opts)
 }
 

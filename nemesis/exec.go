@@ -75,6 +75,35 @@ func eachNode(nodes []string, f func(node string) error) error {
 	return errors.Join(errs...)
 }
 
+// inTurn runs f for every node one after another and joins their
+// errors: eachNode's sibling for a heal that must not run at once.
+func inTurn(nodes []string, f func(node string) error) error {
+	var errs []error
+	for _, n := range nodes {
+		errs = append(errs, f(n))
+	}
+	return errors.Join(errs...)
+}
+
+// healEach heals every node, through run (eachNode: all at once; inTurn:
+// one after another), and returns the nodes it failed on, for the fault
+// to keep and try again on its next Stop, with the errors joined: a node
+// whose heal failed is never forgotten, since a node left cut off, frozen,
+// killed or skewed would spoil what runs after.
+func healEach(nodes []string, run func([]string, func(string) error) error, heal func(node string) error) (left []string, err error) {
+	var mu sync.Mutex
+	err = run(nodes, func(n string) error {
+		err := heal(n)
+		if err != nil {
+			mu.Lock()
+			left = append(left, n)
+			mu.Unlock()
+		}
+		return err
+	})
+	return left, err
+}
+
 // ipOf is a node's address on the cluster network.
 func ipOf(c *engine.Cluster, node string) (string, error) {
 	n, err := c.Node(node)

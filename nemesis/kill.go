@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -50,11 +49,10 @@ type Kill struct {
 func (k *Kill) Name() string { return k.Label }
 
 func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	ts, err := k.Targets(ctx)
-	if err != nil || len(ts) == 0 {
+	t, err := drawTarget(ctx, k.Targets, rng)
+	if t == "" {
 		return nil, err
 	}
-	t := ts[rng.IntN(len(ts))]
 	// The kill runs to its end even on an interrupt: Docker cannot stop an
 	// exec half-way, so a cancelled kill would leave us not knowing.
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -73,16 +71,14 @@ func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 func (k *Kill) Stop(ctx context.Context) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	var errs []error
-	var left []string
-	for _, n := range k.killed {
+	left, err := healEach(k.killed, inTurn, func(n string) error {
 		if err := k.restart(ctx, n); err != nil {
-			errs = append(errs, fmt.Errorf("%s: restarting the server in %s: %w", k.Label, n, err))
-			left = append(left, n)
+			return fmt.Errorf("%s: restarting the server in %s: %w", k.Label, n, err)
 		}
-	}
+		return nil
+	})
 	k.killed = left
-	return errors.Join(errs...)
+	return err
 }
 
 func (k *Kill) restart(ctx context.Context, node string) error {

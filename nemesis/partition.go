@@ -245,14 +245,8 @@ func flushChain(chain string) string {
 func (p *Partition) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var mu sync.Mutex
-	var left []string
-	err := eachNode(p.touched, func(n string) error {
-		_, err := scriptPatiently(ctx, p.Cluster, n, flushChain(FenceChain), healPatience)
-		if err != nil {
-			mu.Lock()
-			left = append(left, n)
-			mu.Unlock()
+	left, err := healEach(p.touched, eachNode, func(n string) error {
+		if _, err := scriptPatiently(ctx, p.Cluster, n, flushChain(FenceChain), healPatience); err != nil {
 			return fmt.Errorf("%s: healing %s: %w", p.Label, n, err)
 		}
 		return nil

@@ -2,7 +2,6 @@ package nemesis
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -50,11 +49,10 @@ type Pause struct {
 func (p *Pause) Name() string { return p.Label }
 
 func (p *Pause) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	ts, err := p.Targets(ctx)
-	if err != nil || len(ts) == 0 {
+	t, err := drawTarget(ctx, p.Targets, rng)
+	if t == "" {
 		return nil, err
 	}
-	t := ts[rng.IntN(len(ts))]
 	if err := p.frozen.freeze(ctx, p.Freezer, t); err != nil {
 		return nil, err
 	}
@@ -62,6 +60,18 @@ func (p *Pause) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 }
 
 func (p *Pause) Stop(ctx context.Context) error { return p.frozen.thawAll(ctx, p.Freezer) }
+
+// drawTarget draws the one target a fault acts on, at random among what
+// targets lists now. With nothing to act on (no leader known, say) it
+// returns "" and no error: the fault then acts on nothing this time, which
+// is not an error of the run.
+func drawTarget(ctx context.Context, targets func(context.Context) ([]string, error), rng *rand.Rand) (string, error) {
+	ts, err := targets(ctx)
+	if err != nil || len(ts) == 0 {
+		return "", err
+	}
+	return ts[rng.IntN(len(ts))], nil
+}
 
 // frozenSet remembers what a fault froze so that healing thaws exactly that.
 type frozenSet struct {
@@ -80,16 +90,9 @@ func (s *frozenSet) freeze(ctx context.Context, f Freezer, t string) error {
 func (s *frozenSet) thawAll(ctx context.Context, f Freezer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var errs []error
-	var left []string
-	for _, t := range s.frozen {
-		if err := f.Thaw(ctx, t); err != nil {
-			errs = append(errs, err)
-			left = append(left, t)
-		}
-	}
+	left, err := healEach(s.frozen, inTurn, func(t string) error { return f.Thaw(ctx, t) })
 	s.frozen = left
-	return errors.Join(errs...)
+	return err
 }
 
 // PauseHolder is the targeted pause that makes a lease holder outlive its

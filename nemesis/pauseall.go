@@ -56,19 +56,7 @@ func (p *PauseAll) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 func (p *PauseAll) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var (
-		mu   sync.Mutex
-		left []string
-	)
-	err := eachNode(p.frozen, func(t string) error {
-		err := p.Freezer.Thaw(ctx, t)
-		if err != nil {
-			mu.Lock()
-			left = append(left, t)
-			mu.Unlock()
-		}
-		return err
-	})
+	left, err := healEach(p.frozen, eachNode, func(t string) error { return p.Freezer.Thaw(ctx, t) })
 	p.frozen = left
 	return err
 }

@@ -212,27 +212,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 			v.ServerImage = clean(p.Value)
 		}
 	}
-	// The table lists failing keys first, each group in natural order, so
-	// that with a thousand keys the invalid one is the first row.
-	for _, i := range failingFirst(r.Result.Keys) {
-		k := &r.Result.Keys[i]
-		kv := keyView{Key: clean(k.Key), ID: "story-" + safeName(k.Key), Verdict: k.Verdict, Ops: k.Ops, CheckMillis: k.CheckMillis,
-			Explanation: clean(k.Explanation), Culprits: k.Culprits, Vis: visLink(r, i)}
-		if k.Verdict == models.Invalid && len(v.Invalid) < maxStories {
-			for _, s := range Story(r, k) {
-				s.Text = clean(s.Text)
-				kv.Story = append(kv.Story, s)
-			}
-		}
-		v.Keys = append(v.Keys, kv)
-		if k.Verdict == models.Invalid {
-			if len(v.Invalid) == maxStories {
-				v.MoreInvalid++
-				continue
-			}
-			v.Invalid = append(v.Invalid, kv)
-		}
-	}
+	v.Keys, v.Invalid, v.MoreInvalid = keyViews(r)
 	if len(r.Result.Keys) > maxListedKeys {
 		v.KeysSummary = keysSummary(r.Result.Keys)
 	}
@@ -240,20 +220,7 @@ func WriteHTML(w io.Writer, r *Run) error {
 		m := res.Stats.Ops[f]
 		v.Counts = append(v.Counts, countRow{clean(f), m["ok"], m["fail"], m["info"], m["ok"] + m["fail"] + m["info"]})
 	}
-	for i, f := range r.Faults {
-		if i == maxFaultRows {
-			v.MoreFaults = len(r.Faults) - i
-			break
-		}
-		row := faultRow{F: clean(f.F), Nodes: clean(strings.Join(f.Nodes, ", ")), Start: history.Seconds(f.Start), Error: clean(f.Error)}
-		switch {
-		case f.End == math.MaxInt64:
-			row.End, row.Length = "never healed", "—"
-		default:
-			row.End, row.Length = history.Seconds(f.End), history.Seconds(f.End-f.Start)
-		}
-		v.Faults = append(v.Faults, row)
-	}
+	v.Faults, v.MoreFaults = faultRows(r.Faults)
 	if keys := sortedKeys(r.Ops); len(keys) > 1 && len(keys) <= len(keyColors) {
 		for i, k := range keys {
 			v.KeyColors = append(v.KeyColors, struct{ Key, Color string }{clean(k), keyColors[i]})
@@ -264,6 +231,53 @@ func WriteHTML(w io.Writer, r *Run) error {
 		v.Files = append(v.Files, runstore.VisualizationFile)
 	}
 	return tmpl.Execute(w, v)
+}
+
+// keyViews are the rows of the keys table and the stories of the invalid
+// keys: at most maxStories of them get a story, more counts the rest.
+func keyViews(r *Run) (keys, invalid []keyView, more int) {
+	// The table lists failing keys first, each group in natural order, so
+	// that with a thousand keys the invalid one is the first row.
+	for _, i := range failingFirst(r.Result.Keys) {
+		k := &r.Result.Keys[i]
+		kv := keyView{Key: clean(k.Key), ID: "story-" + safeName(k.Key), Verdict: k.Verdict, Ops: k.Ops, CheckMillis: k.CheckMillis,
+			Explanation: clean(k.Explanation), Culprits: k.Culprits, Vis: visLink(r, i)}
+		if k.Verdict == models.Invalid && len(invalid) < maxStories {
+			for _, s := range Story(r, k) {
+				s.Text = clean(s.Text)
+				kv.Story = append(kv.Story, s)
+			}
+		}
+		keys = append(keys, kv)
+		if k.Verdict == models.Invalid {
+			if len(invalid) == maxStories {
+				more++
+				continue
+			}
+			invalid = append(invalid, kv)
+		}
+	}
+	return keys, invalid, more
+}
+
+// faultRows are the rows of the faults table: at most maxFaultRows, more
+// counts the faults left out.
+func faultRows(faults []history.Fault) (rows []faultRow, more int) {
+	for i, f := range faults {
+		if i == maxFaultRows {
+			more = len(faults) - i
+			break
+		}
+		row := faultRow{F: clean(f.F), Nodes: clean(strings.Join(f.Nodes, ", ")), Start: history.Seconds(f.Start), Error: clean(f.Error)}
+		switch {
+		case f.End == math.MaxInt64:
+			row.End, row.Length = "never healed", "—"
+		default:
+			row.End, row.Length = history.Seconds(f.End), history.Seconds(f.End-f.Start)
+		}
+		rows = append(rows, row)
+	}
+	return rows, more
 }
 
 // sortedKeys lists the keys of the ops in natural order, as the timeline

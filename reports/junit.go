@@ -16,23 +16,24 @@ import (
 // JUnit XML, as CI systems read it (the Ant/Surefire dialect GitHub,
 // GitLab and Jenkins accept).
 type junitSuites struct {
-	XMLName  xml.Name     `xml:"testsuites"`
-	Name     string       `xml:"name,attr"`
-	Tests    int          `xml:"tests,attr"`
-	Failures int          `xml:"failures,attr"`
-	Errors   int          `xml:"errors,attr"`
-	Skipped  int          `xml:"skipped,attr"`
-	Time     string       `xml:"time,attr"`
-	Suites   []junitSuite `xml:"testsuite"`
+	XMLName xml.Name `xml:"testsuites"`
+	junitTotals
+	Suites []junitSuite `xml:"testsuite"`
+}
+
+// junitTotals are the attributes <testsuites> and <testsuite> both carry:
+// the document's are its one suite's, under the name fencecheck.
+type junitTotals struct {
+	Name     string `xml:"name,attr"`
+	Tests    int    `xml:"tests,attr"`
+	Failures int    `xml:"failures,attr"`
+	Errors   int    `xml:"errors,attr"`
+	Skipped  int    `xml:"skipped,attr"`
+	Time     string `xml:"time,attr"`
 }
 
 type junitSuite struct {
-	Name       string          `xml:"name,attr"`
-	Tests      int             `xml:"tests,attr"`
-	Failures   int             `xml:"failures,attr"`
-	Errors     int             `xml:"errors,attr"`
-	Skipped    int             `xml:"skipped,attr"`
-	Time       string          `xml:"time,attr"`
+	junitTotals
 	Timestamp  string          `xml:"timestamp,attr,omitempty"`
 	Properties []junitProperty `xml:"properties>property,omitempty"`
 	Cases      []junitCase     `xml:"testcase"`
@@ -70,9 +71,9 @@ type junitOutcome struct {
 // parameters, its rerun command, the servers' answers and the damage; each case's system-out says how to
 // rerun it and where the report is.
 func WriteJUnit(w io.Writer, r *Run) error {
-	suite := junitSuite{
+	suite := junitSuite{junitTotals: junitTotals{
 		Name: clean(r.Name), Time: fmt.Sprintf("%.3f", r.Duration.Seconds()),
-	}
+	}}
 	if !r.Started.IsZero() {
 		suite.Timestamp = r.Started.UTC().Format("2006-01-02T15:04:05")
 	}
@@ -140,8 +141,9 @@ func WriteJUnit(w io.Writer, r *Run) error {
 		suite.Errors++
 	}
 	suite.Tests = len(suite.Cases)
-	doc := junitSuites{Name: "fencecheck", Tests: suite.Tests, Failures: suite.Failures, Errors: suite.Errors,
-		Skipped: suite.Skipped, Time: suite.Time, Suites: []junitSuite{suite}}
+	totals := suite.junitTotals
+	totals.Name = "fencecheck"
+	doc := junitSuites{junitTotals: totals, Suites: []junitSuite{suite}}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}

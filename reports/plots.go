@@ -62,10 +62,43 @@ func Latency(r *Run) Drawing {
 	end := max(r.End(), 1e6)
 	const left, width, top, height = 70.0, 1200.0, 10.0, 300.0
 	f := frame{left: left, top: top, width: width, height: height, t0: 0, t1: end}
-	// The y range: powers of ten around the latencies, in ms.
+	s := newLatencyScale(r.Ops, top, height)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="%.0f" height="%.0f" role="img" aria-label="latency">`, left+width+10, top+height+46)
+	f.timeAxis(&b, top)
+	f.shadeFaults(&b, r.Faults, top, top+height)
+	s.axis(&b, left, width)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" class="note">never</text>`, left-5, s.unknownY+4)
+	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle">latency (ms, log scale)</text>`, top+height/2)
+
+	marks, cell := latencyMarks(r.Ops, f, s)
+	if cell > 1 {
+		d.Caption = fmt.Sprintf("%s; ops of the same f and outcome within %.0f pixels share a mark (hover for counts).", words.Plural(len(r.Ops), "op"), cell)
+	} else {
+		d.Caption = fmt.Sprintf("%s, each a mark at its invocation.", words.Plural(len(r.Ops), "op"))
+	}
+	for _, m := range marks {
+		marker(&b, m.t, float64(m.cx)/10, float64(m.cy)/10, fColor(m.f), esc(m.tip()))
+	}
+	b.WriteString(`</svg>`)
+	d.SVG = template.HTML(b.String())
+	return d
+}
+
+// latencyScale is the latency plot's y axis: powers of ten around the
+// ops' latencies in ms, log scale, with a row at the top (unknownY) for
+// the ops that never completed.
+type latencyScale struct {
+	ylo, yhi float64
+	unknownY float64
+	plotTop  float64
+	height   float64 // of the plot, the never row included
+}
+
+func newLatencyScale(ops []history.Op, top, height float64) latencyScale {
 	lo, hi := math.Inf(1), 0.0
-	for i := range r.Ops {
-		if o := &r.Ops[i]; o.Done > 0 {
+	for i := range ops {
+		if o := &ops[i]; o.Done > 0 {
 			ms := math.Max(float64(o.Ended()-o.Call)/1e6, 0.001)
 			lo, hi = math.Min(lo, ms), math.Max(hi, ms)
 		}
@@ -73,67 +106,92 @@ func Latency(r *Run) Drawing {
 	if hi == 0 {
 		lo, hi = 0.1, 1000
 	}
-	ylo := pow10(int(math.Floor(math.Log10(lo))))
-	yhi := pow10(int(math.Ceil(math.Log10(hi) + 0.01)))
-	unknownY := top + 4
-	plotTop := top + 22
-	y := func(ms float64) float64 {
-		ms = math.Max(ms, ylo)
-		return plotTop + (height-22)*(1-(math.Log10(ms)-math.Log10(ylo))/(math.Log10(yhi)-math.Log10(ylo)))
+	return latencyScale{
+		ylo:      pow10(int(math.Floor(math.Log10(lo)))),
+		yhi:      pow10(int(math.Ceil(math.Log10(hi) + 0.01))),
+		unknownY: top + 4,
+		plotTop:  top + 22,
+		height:   height,
 	}
-	type mark struct {
-		f       string
-		t       history.Type
-		cx, cy  int
-		n       int
-		o       *history.Op
-		minMs   float64
-		maxMs   float64
-		t0, t1  int64
-		unknown bool
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="plot" width="%.0f" height="%.0f" role="img" aria-label="latency">`, left+width+10, top+height+46)
-	f.timeAxis(&b, top)
-	f.shadeFaults(&b, r.Faults, top, top+height)
-	decades := int(math.Round(math.Log10(yhi) - math.Log10(ylo)))
+}
+
+// y is the plot's y of a latency in ms (below the axis's floor: at it).
+func (s latencyScale) y(ms float64) float64 {
+	ms = math.Max(ms, s.ylo)
+	return s.plotTop + (s.height-22)*(1-(math.Log10(ms)-math.Log10(s.ylo))/(math.Log10(s.yhi)-math.Log10(s.ylo)))
+}
+
+// axis draws a grid line and label per decade, and at 2 and 5 times each
+// when there are three decades or fewer, so a narrow range still reads.
+func (s latencyScale) axis(b *strings.Builder, left, width float64) {
+	decades := int(math.Round(math.Log10(s.yhi) - math.Log10(s.ylo)))
 	for e := 0; e <= decades; e++ {
-		v := pow10(int(math.Round(math.Log10(ylo))) + e)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e5ec"/><text x="%.1f" y="%.1f" text-anchor="end">%s</text>`,
-			left, y(v), left+width, y(v), left-5, y(v)+4, fmtMs(v))
+		v := pow10(int(math.Round(math.Log10(s.ylo))) + e)
+		fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#e3e5ec"/><text x="%.1f" y="%.1f" text-anchor="end">%s</text>`,
+			left, s.y(v), left+width, s.y(v), left-5, s.y(v)+4, fmtMs(v))
 		if decades <= 3 && e < decades {
 			for _, m := range []float64{2, 5} {
-				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#f0f1f5"/><text x="%.1f" y="%.1f" text-anchor="end" class="note">%s</text>`,
-					left, y(v*m), left+width, y(v*m), left-5, y(v*m)+4, fmtMs(v*m))
+				fmt.Fprintf(b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#f0f1f5"/><text x="%.1f" y="%.1f" text-anchor="end" class="note">%s</text>`,
+					left, s.y(v*m), left+width, s.y(v*m), left-5, s.y(v*m)+4, fmtMs(v*m))
 			}
 		}
 	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" class="note">never</text>`, left-5, unknownY+4)
-	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle">latency (ms, log scale)</text>`, top+height/2)
+}
 
-	cell := 1.0
-	var marks []*mark
+// latencyMark is one mark of the latency plot: one op, or the ops of one f
+// and outcome that fall in the same cell.
+type latencyMark struct {
+	f       string
+	t       history.Type
+	cx, cy  int // tenths of a pixel
+	n       int
+	o       *history.Op // the first op in the mark
+	minMs   float64
+	maxMs   float64
+	t0, t1  int64
+	unknown bool
+}
+
+// tip is the mark's hover text: the op itself, or what the ops it stands
+// for have in common.
+func (m *latencyMark) tip() string {
+	switch {
+	case m.n == 1:
+		return opText(m.o)
+	case m.unknown:
+		return fmt.Sprintf("%d %s ops (%s) invoked %s to %s, never completed", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1))
+	default:
+		return fmt.Sprintf("%d %s ops (%s) invoked %s to %s, %.2f to %.2f ms", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1), m.minMs, m.maxMs)
+	}
+}
+
+// latencyMarks places the ops, merging those of the same f and outcome in
+// the same cell; the cell doubles from one pixel until there are at most
+// maxPoints marks or it is 16 pixels wide. It returns the cell used.
+func latencyMarks(ops []history.Op, f frame, s latencyScale) ([]*latencyMark, float64) {
 	type markKey struct {
 		f      string
 		t      history.Type
 		cx, cy int
 	}
+	cell := 1.0
+	var marks []*latencyMark
 	for {
-		idx := map[markKey]*mark{}
+		idx := map[markKey]*latencyMark{}
 		marks = marks[:0]
-		for i := range r.Ops {
-			o := &r.Ops[i]
+		for i := range ops {
+			o := &ops[i]
 			x := f.x(o.Call)
 			ms := float64(o.Ended()-o.Call) / 1e6
-			yy := unknownY
+			yy := s.unknownY
 			unknown := o.Done == 0
 			if !unknown {
-				yy = y(ms)
+				yy = s.y(ms)
 			}
 			k := markKey{o.F, o.Type, int(x / cell), int(yy / cell)}
 			m := idx[k]
 			if m == nil {
-				m = &mark{f: o.F, t: o.Type, cx: int(x*10 + 0.5), cy: int(yy*10 + 0.5), o: o, minMs: ms, maxMs: ms, t0: o.Call, t1: o.Call, unknown: unknown}
+				m = &latencyMark{f: o.F, t: o.Type, cx: int(x*10 + 0.5), cy: int(yy*10 + 0.5), o: o, minMs: ms, maxMs: ms, t0: o.Call, t1: o.Call, unknown: unknown}
 				idx[k] = m
 				marks = append(marks, m)
 			}
@@ -146,25 +204,7 @@ func Latency(r *Run) Drawing {
 		}
 		cell *= 2
 	}
-	if cell > 1 {
-		d.Caption = fmt.Sprintf("%s; ops of the same f and outcome within %.0f pixels share a mark (hover for counts).", words.Plural(len(r.Ops), "op"), cell)
-	} else {
-		d.Caption = fmt.Sprintf("%s, each a mark at its invocation.", words.Plural(len(r.Ops), "op"))
-	}
-	for _, m := range marks {
-		var tip string
-		if m.n == 1 {
-			tip = opText(m.o)
-		} else if m.unknown {
-			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, never completed", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1))
-		} else {
-			tip = fmt.Sprintf("%d %s ops (%s) invoked %s to %s, %.2f to %.2f ms", m.n, m.f, m.t, history.Seconds(m.t0), history.Seconds(m.t1), m.minMs, m.maxMs)
-		}
-		marker(&b, m.t, float64(m.cx)/10, float64(m.cy)/10, fColor(m.f), esc(tip))
-	}
-	b.WriteString(`</svg>`)
-	d.SVG = template.HTML(b.String())
-	return d
+	return marks, cell
 }
 
 // fmtMs labels a latency axis tick given in milliseconds.

@@ -129,17 +129,27 @@ func (f frame) timeAxis(b *strings.Builder, gridTop float64) {
 	b.WriteString(`</g>`)
 }
 
+// faultX is a fault's interval on the frame's x axis, a fault never
+// healed running to the frame's end; ok is false when the fault lies
+// outside the frame, so nothing of it is drawn.
+func (f frame) faultX(ft history.Fault) (x0, x1 float64, ok bool) {
+	end := ft.End
+	if end == math.MaxInt64 {
+		end = f.t1
+	}
+	if end < f.t0 || ft.Start > f.t1 {
+		return 0, 0, false
+	}
+	return f.x(ft.Start), f.x(end), true
+}
+
 // shadeFaults shades each fault interval from y0 to y1, with a tooltip.
 func (f frame) shadeFaults(b *strings.Builder, faults []history.Fault, y0, y1 float64) {
 	for _, ft := range faults {
-		end := ft.End
-		if end == math.MaxInt64 {
-			end = f.t1
-		}
-		if end < f.t0 || ft.Start > f.t1 {
+		x0, x1, ok := f.faultX(ft)
+		if !ok {
 			continue
 		}
-		x0, x1 := f.x(ft.Start), f.x(end)
 		fmt.Fprintf(b, `<rect class="fault" x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s" fill-opacity="0.45"><title>%s</title></rect>`,
 			x0, y0, math.Max(x1-x0, 1.5), y1-y0, colorFault, esc(faultText(ft)))
 	}

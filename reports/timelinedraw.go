@@ -167,14 +167,10 @@ func (d *timelineData) drawLabels(b *strings.Builder, l *timelineLayout) {
 func (d *timelineData) drawNemesis(b *strings.Builder, l *timelineLayout) {
 	f := l.f
 	for _, ft := range d.r.Faults {
-		end := ft.End
-		if end == math.MaxInt64 {
-			end = f.t1
-		}
-		if end < f.t0 || ft.Start > f.t1 {
+		x0, x1, ok := f.faultX(ft)
+		if !ok {
 			continue
 		}
-		x0, x1 := f.x(ft.Start), f.x(end)
 		w := math.Max(x1-x0, 2)
 		fmt.Fprintf(b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#d9a521"><title>%s</title></rect>`, x0, l.nemY, w, tlRowH-2, esc(faultText(ft)))
 		label := ft.F + " " + strings.Join(ft.Nodes, ",")

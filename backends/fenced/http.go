@@ -2,7 +2,6 @@ package fenced
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -29,31 +28,16 @@ func Handler(s *Store) http.Handler {
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
 		backends.WriteJSON(w, map[string]string{"fencing": string(s.Mode())}, nil)
 	})
-	mux.HandleFunc("POST /read", func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			backends.WriteJSON(w, nil, badRequest(err))
-			return
-		}
+	backends.HandleJSON(mux, "/read", badRequest, func(r *http.Request, req request) (any, error) {
 		v, err := s.Read(r.Context(), req.Key, req.Token)
-		backends.WriteJSON(w, answer{Value: v}, err)
+		return answer{Value: v}, err
 	})
-	mux.HandleFunc("POST /read-lock-free", func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			backends.WriteJSON(w, nil, badRequest(err))
-			return
-		}
+	backends.HandleJSON(mux, "/read-lock-free", badRequest, func(r *http.Request, req request) (any, error) {
 		v, err := s.ReadLockFree(r.Context(), req.Key)
-		backends.WriteJSON(w, answer{Value: v}, err)
+		return answer{Value: v}, err
 	})
-	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) {
-		var req request
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			backends.WriteJSON(w, nil, badRequest(err))
-			return
-		}
-		backends.WriteJSON(w, answer{}, s.Write(r.Context(), req.Key, req.Token, req.Value))
+	backends.HandleJSON(mux, "/write", badRequest, func(r *http.Request, req request) (any, error) {
+		return answer{}, s.Write(r.Context(), req.Key, req.Token, req.Value)
 	})
 	return mux
 }

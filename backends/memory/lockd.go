@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -34,19 +33,14 @@ func Handler(s *Service) http.Handler {
 		backends.WriteJSON(w, BuildVersion(), nil)
 	})
 	handle := func(path string, f func(ctx context.Context, req lockRequest) (uint64, error)) {
-		mux.HandleFunc("POST "+path, func(w http.ResponseWriter, r *http.Request) {
-			var req lockRequest
-			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-				backends.WriteJSON(w, nil, lockclient.Fail(err))
-				return
-			}
+		backends.HandleJSON(mux, path, lockclient.Fail, func(r *http.Request, req lockRequest) (any, error) {
 			ctx, cancel := backends.ServerDeadline(r)
 			defer cancel()
 			t, err := f(ctx, req)
 			if errors.Is(err, ErrNotHolder) {
 				err = lockclient.Fail(err)
 			}
-			backends.WriteJSON(w, lockAnswer{Token: t}, err)
+			return lockAnswer{Token: t}, err
 		})
 	}
 	handle("/acquire", func(ctx context.Context, req lockRequest) (uint64, error) { return s.Acquire(ctx, req.Key) })

@@ -265,16 +265,23 @@ func (c *Client) wait(ctx context.Context, s *session, key, parent, path string)
 		go drop(s, path)
 		return 0, lockclient.Failf("lock not granted: "+format, args...)
 	}
+	// failed ends the wait on a request's error. The op's own deadline
+	// says nothing of the session, which is kept (notGranted drops our
+	// znode); any other error from go-zk leaves the session in doubt, so
+	// it is given up, and the znode goes with it.
+	failed := func(abandonWhy, what string, err error) (uint64, error) {
+		if !timedOut(err) {
+			s.abandon(abandonWhy + ": " + err.Error())
+		}
+		return notGranted("%s: %v", what, err)
+	}
 	own := path[len(parent)+1:]
 	st, err := call(ctx, func() (*zk.Stat, error) {
 		_, st, err := s.conn.Get(path)
 		return st, err
 	}, nil)
 	if err != nil {
-		if !timedOut(err) {
-			s.abandon("reading the lock znode: " + err.Error())
-		}
-		return notGranted("reading our lock znode: %v", err)
+		return failed("reading the lock znode", "reading our lock znode", err)
 	}
 	token := uint64(st.Czxid)
 	for {
@@ -283,10 +290,7 @@ func (c *Client) wait(ctx context.Context, s *session, key, parent, path string)
 			return ch, err
 		}, nil)
 		if err != nil {
-			if !timedOut(err) {
-				s.abandon("listing the lock znodes: " + err.Error())
-			}
-			return notGranted("listing the lock znodes: %v", err)
+			return failed("listing the lock znodes", "listing the lock znodes", err)
 		}
 		pred, found := predecessor(children, own)
 		if !found {
@@ -304,10 +308,7 @@ func (c *Client) wait(ctx context.Context, s *session, key, parent, path string)
 			continue // the predecessor went between the listing and the watch
 		}
 		if err != nil {
-			if !timedOut(err) {
-				s.abandon("watching the predecessor: " + err.Error())
-			}
-			return notGranted("watching the predecessor: %v", err)
+			return failed("watching the predecessor", "watching the predecessor", err)
 		}
 		select {
 		case <-watch:

@@ -20,9 +20,7 @@ import (
 )
 
 func newAnalyzeCmd() *cobra.Command {
-	var timeout time.Duration
-	var memory int64
-	var minExposures int
+	var flags recheckFlags
 	cmd := &cobra.Command{
 		Use:   "analyze FILE",
 		Short: "Re-check a saved history (history.jsonl) without re-running anything",
@@ -35,17 +33,9 @@ reached --check-memory or was interrupted), 254 when the history is malformed
 or a flag is out of range.`,
 		Example: `  check analyze store/latest/history.jsonl
   check analyze --check-timeout 10m --check-memory 4GiB big-history.jsonl`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("analyze takes one history file (e.g. store/latest/history.jsonl), got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args: oneArg("analyze", "one history file (e.g. store/latest/history.jsonl)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTimeoutValid(timeout); err != nil {
-				return err
-			}
-			if err := minExposuresValid(minExposures); err != nil {
+			if err := flags.valid(); err != nil {
 				return err
 			}
 			path := args[0]
@@ -61,7 +51,7 @@ or a flag is out of range.`,
 			defer stop()
 			out := cmd.OutOrStdout()
 			start := time.Now()
-			res, read, err := models.CheckReader(abort, f, models.Options{Timeout: timeout, MemoryLimit: memory,
+			res, read, err := models.CheckReader(abort, f, models.Options{Timeout: flags.timeout, MemoryLimit: flags.memory,
 				OnViolation: func(k models.KeyResult) {
 					fmt.Fprintf(out, "key %s: violation found after %s: %s\n", k.Key, time.Since(start).Round(time.Millisecond), k.Explanation)
 				}})
@@ -89,7 +79,7 @@ or a flag is out of range.`,
 				// A further pass counts the exposures as a stream, in
 				// memory that does not grow with the history.
 				if x, faults, err := countExposures(path); err == nil {
-					run.Exposures, run.Facts, run.MinExposures = &x, models.RunFacts{Faults: faults}, minExposures
+					run.Exposures, run.Facts, run.MinExposures = &x, models.RunFacts{Faults: faults}, flags.minExposures
 				} else {
 					fmt.Fprintf(out, "%s: exposures not counted: %v\n", path, err)
 				}
@@ -105,9 +95,7 @@ or a flag is out of range.`,
 			return &exitError{harness.ExitCode(res.Verdict), fmt.Errorf("")}
 		},
 	}
-	addCheckTimeoutFlag(cmd.Flags(), &timeout)
-	addCheckMemoryFlag(cmd.Flags(), &memory)
-	addMinExposuresFlag(cmd.Flags(), &minExposures, "default 0: a bare history does not say which faults it was under")
+	flags.add(cmd.Flags(), "default 0: a bare history does not say which faults it was under")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/fencecheck/fencecheck/harness"
@@ -64,4 +65,41 @@ func minExposuresValid(n int) error {
 		return &exitError{harness.ExitUsage, fmt.Errorf("--min-exposures: must be 0 or more, got %d (0 lets a history that put safety at stake nowhere pass; 1 asks for at least one)", n)}
 	}
 	return nil
+}
+
+// recheckFlags are the flags the commands that re-check a stored history
+// (analyze, report) share, defined and checked in one place so that the
+// two cannot drift apart.
+type recheckFlags struct {
+	timeout      time.Duration
+	memory       int64
+	minExposures int
+}
+
+// add defines --check-timeout, --check-memory and --min-exposures;
+// minDefault says where --min-exposures' default comes from.
+func (f *recheckFlags) add(fs *pflag.FlagSet, minDefault string) {
+	addCheckTimeoutFlag(fs, &f.timeout)
+	addCheckMemoryFlag(fs, &f.memory)
+	addMinExposuresFlag(fs, &f.minExposures, minDefault)
+}
+
+// valid refuses the values no re-check can use (see checkTimeoutValid and
+// minExposuresValid).
+func (f *recheckFlags) valid() error {
+	if err := checkTimeoutValid(f.timeout); err != nil {
+		return err
+	}
+	return minExposuresValid(f.minExposures)
+}
+
+// oneArg accepts exactly one argument; what names it, with an example, in
+// the usage error ("one run directory (e.g. store/latest)").
+func oneArg(name, what string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErr("%s takes %s, got %d arguments", name, what, len(args))
+		}
+		return nil
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/docker/docker/client"
 	"github.com/spf13/cobra"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
@@ -38,20 +39,12 @@ log file (--verbose streams it).
 		Example: "  check image build",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			// An interrupt cancels the build: the daemon removes the
-			// step's container and tags nothing.
-			ctx, stop := interruptible(cmd.Context())
-			defer stop()
-			cli, err := engine.Connect(ctx)
-			if err != nil {
-				return failed(err)
-			}
-			out := buildOutput(cmd, verbose)
-			defer out.Close()
-			if _, err := images.BuildImage(ctx, cli, out); err != nil {
-				return failed(err)
-			}
-			return nil
+			return withBuild(cmd, verbose, func(ctx context.Context, cli *client.Client, out *images.BuildOutput) error {
+				if _, err := images.BuildImage(ctx, cli, out); err != nil {
+					return failed(err)
+				}
+				return nil
+			})
 		},
 	}
 	build.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of debootstrap, apt, go and docker (default: one line per step, the rest in a log file)")
@@ -70,25 +63,35 @@ registry answers, pass the official image to --server-image instead
 			if err != nil {
 				return err
 			}
-			ctx, stop := interruptible(cmd.Context())
-			defer stop()
-			cli, err := engine.Connect(ctx)
-			if err != nil {
-				return failed(err)
-			}
-			out := buildOutput(cmd, verbose)
-			defer out.Close()
-			tag, err := li.Build(ctx, cli, version, out)
-			if err != nil {
-				return failed(err)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --backend %s --server-image %s\n", tag, args[0], tag)
-			return nil
+			return withBuild(cmd, verbose, func(ctx context.Context, cli *client.Client, out *images.BuildOutput) error {
+				tag, err := li.Build(ctx, cli, version, out)
+				if err != nil {
+					return failed(err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "built %s: run it with --backend %s --server-image %s\n", tag, args[0], tag)
+				return nil
+			})
 		},
 	}
 	server.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of the builds (default: one line per step, the rest in a log file)")
 	cmd.AddCommand(build, server)
 	return cmd
+}
+
+// withBuild runs f, a command that may build an image, with what each
+// such command needs: a context an interrupt cancels (the daemon then
+// removes the step's container and tags nothing), the Docker engine, and
+// the build's output (closed when f returns).
+func withBuild(cmd *cobra.Command, verbose bool, f func(context.Context, *client.Client, *images.BuildOutput) error) error {
+	ctx, stop := interruptible(cmd.Context())
+	defer stop()
+	cli, err := engine.Connect(ctx)
+	if err != nil {
+		return failed(err)
+	}
+	out := buildOutput(cmd, verbose)
+	defer out.Close()
+	return f(ctx, cli, out)
 }
 
 // buildOutput prints an image build one line per step, the tools' output
@@ -111,31 +114,25 @@ func newClusterCmd() *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			// An interrupt stops it; Up removes what it had created.
-			ctx, stop := interruptible(cmd.Context())
-			defer stop()
-			cli, err := engine.Connect(ctx)
-			if err != nil {
-				return failed(err)
-			}
-			out := buildOutput(cmd, false)
-			defer out.Close()
-			image, err := images.EnsureImage(ctx, cli, out)
-			if err != nil {
-				return failed(err)
-			}
-			spec := engine.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: clients}
-			if err := spec.Validate(); err != nil {
-				return usageErr("%v", err)
-			}
-			c, err := engine.Up(ctx, cli, spec)
-			if err != nil {
-				return failed(err)
-			}
-			for _, n := range c.Nodes {
-				fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-8s %-16s %s\n", n.Name, n.Role, n.IP, engine.ContainerName(id, n.Name))
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "remove with: check cluster down --id %s\n", id)
-			return nil
+			return withBuild(cmd, false, func(ctx context.Context, cli *client.Client, out *images.BuildOutput) error {
+				image, err := images.EnsureImage(ctx, cli, out)
+				if err != nil {
+					return failed(err)
+				}
+				spec := engine.Spec{TestID: id, Image: image, Servers: servers, Storage: true, Clients: clients}
+				if err := spec.Validate(); err != nil {
+					return usageErr("%v", err)
+				}
+				c, err := engine.Up(ctx, cli, spec)
+				if err != nil {
+					return failed(err)
+				}
+				for _, n := range c.Nodes {
+					fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-8s %-16s %s\n", n.Name, n.Role, n.IP, engine.ContainerName(id, n.Name))
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "remove with: check cluster down --id %s\n", id)
+				return nil
+			})
 		},
 	}
 	up.Flags().IntVar(&servers, "nodes", 3, "server nodes")

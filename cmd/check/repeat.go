@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
+	"github.com/fencecheck/fencecheck/internal/lines"
 	"github.com/fencecheck/fencecheck/internal/slots"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/models"
@@ -198,29 +198,23 @@ type prefixWriter struct {
 	mu     *sync.Mutex
 	w      io.Writer
 	prefix string
-	buf    []byte
+	lines  lines.Splitter
 }
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
-	p.buf = append(p.buf, b...)
-	for {
-		i := bytes.IndexByte(p.buf, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		p.mu.Lock()
-		_, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, bytes.TrimRight(p.buf[:i], "\r"))
-		p.mu.Unlock()
-		p.buf = p.buf[i+1:]
-		if err != nil {
-			return len(b), err
-		}
-	}
+	return len(b), p.lines.Write(b, p.line)
+}
+
+func (p *prefixWriter) line(l string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := fmt.Fprintf(p.w, "%s%s\n", p.prefix, l)
+	return err
 }
 
 // Flush writes what is left of a line that never ended.
 func (p *prefixWriter) Flush() {
-	if len(p.buf) > 0 {
-		p.Write([]byte("\n"))
+	if l, ok := p.lines.Rest(); ok {
+		p.line(l)
 	}
 }

@@ -19,10 +19,8 @@ import (
 )
 
 func newReportCmd() *cobra.Command {
-	var timeout time.Duration
-	var memory int64
+	var flags recheckFlags
 	var junit string
-	var minExposures int
 	cmd := &cobra.Command{
 		Use:   "report DIR",
 		Short: "Regenerate report.html, results.json and linearizability.html of a stored run",
@@ -37,17 +35,9 @@ is malformed or a flag is out of range. A file that cannot be written is
 reported beside the verdict, whose exit code stands.`,
 		Example: `  check report store/latest
   check report --junit junit.xml store/memory-lease-fenced-none-pause/20260102T030405.000Z`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("report takes one run directory (e.g. store/latest), got %d arguments", len(args))
-			}
-			return nil
-		},
+		Args: oneArg("report", "one run directory (e.g. store/latest)"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkTimeoutValid(timeout); err != nil {
-				return err
-			}
-			if err := minExposuresValid(minExposures); err != nil {
+			if err := flags.valid(); err != nil {
 				return err
 			}
 			if err := harness.CheckJUnitPath(junit); err != nil {
@@ -73,11 +63,11 @@ reported beside the verdict, whose exit code stands.`,
 			abort, stop := checkSignals()
 			defer stop()
 			start := time.Now()
-			checked := models.Check(abort, run.Ops, models.Options{Timeout: timeout, MemoryLimit: memory})
+			checked := models.Check(abort, run.Ops, models.Options{Timeout: flags.timeout, MemoryLimit: flags.memory})
 			run.CheckTime = time.Since(start)
 			min := harness.MinExposuresOf(run.Params)
 			if cmd.Flags().Changed("min-exposures") {
-				min = minExposures
+				min = flags.minExposures
 			}
 			// As the harness does: a run that did not complete, or did not
 			// finish its workload or its final reads, is not valid — and
@@ -100,10 +90,8 @@ reported beside the verdict, whose exit code stands.`,
 			return &exitError{harness.ExitCode(run.Result.Verdict), fmt.Errorf("")}
 		},
 	}
-	addCheckTimeoutFlag(cmd.Flags(), &timeout)
-	addCheckMemoryFlag(cmd.Flags(), &memory)
 	cmd.Flags().StringVar(&junit, "junit", "", "also write JUnit XML (one test case per key) to this file")
-	addMinExposuresFlag(cmd.Flags(), &minExposures, "default: what the run was held to (its results.json's parameters)")
+	flags.add(cmd.Flags(), "default: what the run was held to (its results.json's parameters)")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }

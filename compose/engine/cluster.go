@@ -122,27 +122,15 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	exists, err := ImageExists(ctx, cli, spec.Image)
-	if err != nil {
+	if err := checkImages(ctx, cli, spec); err != nil {
 		return nil, err
-	}
-	if !exists {
-		return nil, missingImageError(spec.Image)
 	}
 	if spec.Binary != "" {
 		// The nodes run from the agent image, which carries the binary
 		// (agentimage.go): no copy per container.
+		var err error
 		if spec, err = withAgentImages(ctx, cli, spec); err != nil {
 			return nil, err
-		}
-	}
-	if spec.ServerImage != "" {
-		exists, err := ImageExists(ctx, cli, spec.ServerImage)
-		if err != nil {
-			return nil, err
-		}
-		if !exists {
-			return nil, missingServerImageError(spec.ServerImage)
 		}
 	}
 	configs := ContainerConfigs(spec)
@@ -151,34 +139,11 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	}
 
 	c := &Cluster{TestID: spec.TestID, Network: NetworkName(spec.TestID), cli: cli, serverImage: spec.ServerImage}
-	var (
-		netID string
-		mu    sync.Mutex
-		ids   []string // every container created, for the cleanup
-	)
+	created := &upCreated{}
 	success := false
 	defer func() {
-		if success {
-			return
-		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		for _, id := range ids {
-			removeContainer(cctx, cli, id)
-		}
-		if netID != "" {
-			cli.NetworkRemove(cctx, netID)
-		}
-		if ctx.Err() != nil {
-			// Cut short: a create whose answer was lost may still be
-			// carried out by the daemon. Remove by label what appears.
-			for i := 0; i < 3; i++ {
-				select {
-				case <-cctx.Done():
-				case <-time.After(500 * time.Millisecond):
-				}
-				removeObjects(cctx, cli, spec.TestID, nil)
-			}
+		if !success {
+			created.remove(ctx, cli, spec.TestID)
 		}
 	}()
 
@@ -189,9 +154,80 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 		}
 		return nil, fmt.Errorf("test %s: creating network %s: %w", spec.TestID, c.Network, DaemonError(cli.DaemonHost(), err))
 	}
-	netID = resp.ID
+	created.netID = resp.ID
 
-	c.Nodes = make([]*Node, len(configs))
+	c.Nodes, err = createNodes(ctx, cli, configs, created)
+	if err != nil {
+		return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
+	}
+	for _, n := range c.Nodes {
+		if err := c.waitRunning(ctx, n); err != nil {
+			return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
+		}
+	}
+	success = true
+	return c, nil
+}
+
+// checkImages fails before anything is created when the node image or the
+// server image is missing: Up never pulls or builds, it says which command
+// would.
+func checkImages(ctx context.Context, cli *client.Client, spec Spec) error {
+	exists, err := ImageExists(ctx, cli, spec.Image)
+	if err != nil {
+		return err
+	}
+	if !exists {
+		return missingImageError(spec.Image)
+	}
+	if spec.ServerImage != "" {
+		exists, err := ImageExists(ctx, cli, spec.ServerImage)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			return missingServerImageError(spec.ServerImage)
+		}
+	}
+	return nil
+}
+
+// upCreated is what a failing Up has to remove: the network and every
+// container created so far (the node goroutines add to ids under mu).
+type upCreated struct {
+	mu    sync.Mutex
+	netID string
+	ids   []string
+}
+
+// remove takes away what Up created, with a minute of its own so that a
+// cancelled ctx still cleans up.
+func (u *upCreated) remove(ctx context.Context, cli *client.Client, testID string) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	for _, id := range u.ids {
+		removeContainer(cctx, cli, id)
+	}
+	if u.netID != "" {
+		cli.NetworkRemove(cctx, u.netID)
+	}
+	if ctx.Err() != nil {
+		// Cut short: a create whose answer was lost may still be
+		// carried out by the daemon. Remove by label what appears.
+		for i := 0; i < 3; i++ {
+			select {
+			case <-cctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+			removeObjects(cctx, cli, testID, nil)
+		}
+	}
+}
+
+// createNodes creates and starts a container per config, four at a time,
+// recording every id in created as soon as there is one.
+func createNodes(ctx context.Context, cli *client.Client, configs []ContainerConfig, created *upCreated) ([]*Node, error) {
+	nodes := make([]*Node, len(configs))
 	errs := make([]error, len(configs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4) // the daemon serialises much of this anyway
@@ -203,28 +239,19 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 			defer func() { <-sem }()
 			id, err := createNode(ctx, cli, cfg)
 			if id != "" {
-				mu.Lock()
-				ids = append(ids, id)
-				mu.Unlock()
+				created.mu.Lock()
+				created.ids = append(created.ids, id)
+				created.mu.Unlock()
 			}
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			c.Nodes[i] = &Node{Name: cfg.Node, ContainerID: id, Role: cfg.Role}
+			nodes[i] = &Node{Name: cfg.Node, ContainerID: id, Role: cfg.Role}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
-	}
-	for _, n := range c.Nodes {
-		if err := c.waitRunning(ctx, n); err != nil {
-			return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
-		}
-	}
-	success = true
-	return c, nil
+	return nodes, errors.Join(errs...)
 }
 
 // createNode creates and starts one container. It returns the container's

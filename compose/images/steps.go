@@ -1,7 +1,6 @@
 package images
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"github.com/fencecheck/fencecheck/internal/lines"
 )
 
 // BuildOutput is how an image build shows itself: one line per step with
@@ -247,7 +248,7 @@ type Step struct {
 	out     *BuildOutput
 	name    string
 	start   time.Time
-	partial []byte
+	partial lines.Splitter
 	lines   []string // the last stepKeptLines whole lines
 	last    string   // the last non-empty line, for the status line
 	ended   bool
@@ -259,15 +260,10 @@ func (s *Step) Write(p []byte) (int, error) {
 	o := s.out
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	s.partial = append(s.partial, p...)
-	for {
-		i := bytes.IndexByte(s.partial, '\n')
-		if i < 0 {
-			break
-		}
-		s.takeLineLocked(string(s.partial[:i]))
-		s.partial = s.partial[i+1:]
-	}
+	s.partial.Write(p, func(line string) error {
+		s.takeLineLocked(line)
+		return nil
+	})
 	return len(p), nil
 }
 
@@ -290,9 +286,8 @@ func (s *Step) takeLineLocked(line string) {
 }
 
 func (s *Step) flushLocked() {
-	if len(s.partial) > 0 {
-		s.takeLineLocked(string(s.partial))
-		s.partial = nil
+	if line, ok := s.partial.Rest(); ok {
+		s.takeLineLocked(line)
 	}
 }
 

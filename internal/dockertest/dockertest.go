@@ -17,7 +17,6 @@
 package dockertest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -27,10 +26,11 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/lines"
 )
 
 // CI reports whether the tests run under CI=true, where a missing
@@ -143,23 +143,19 @@ func TestID() string {
 func LogWriter(t testing.TB) io.Writer { return &logWriter{t: t} }
 
 type logWriter struct {
-	t   testing.TB
-	mu  sync.Mutex
-	buf []byte
+	t     testing.TB
+	mu    sync.Mutex
+	lines lines.Splitter
 }
 
 func (w *logWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.buf = append(w.buf, p...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			return len(p), nil
-		}
-		w.t.Log(strings.TrimRight(string(w.buf[:i]), "\r"))
-		w.buf = w.buf[i+1:]
-	}
+	w.lines.Write(p, func(line string) error {
+		w.t.Log(line)
+		return nil
+	})
+	return len(p), nil
 }
 
 // The node image, built once per test process.
