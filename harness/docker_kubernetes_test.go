@@ -5,16 +5,20 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/fencecheck/fencecheck/backends/kubernetes"
 	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/models"
+	"github.com/fencecheck/fencecheck/reports"
 )
 
-// The Kubernetes tests are two runs, each ~45 s, on the one API server
-// build: the first run of a CI job compiles it (a few minutes), the
-// second finds it in the user's cache.
+// The Kubernetes tests are three runs, each ~45 s (the one with three API
+// servers a little longer), on the one API server build: the first run of
+// a CI job compiles it (a few minutes), the others find it in the user's
+// cache.
 
 // client-go's leader believes it leads until its next renewal shows the
 // Lease taken over: a leader frozen past LeaseDuration wakes, passes its
@@ -32,7 +36,25 @@ func TestDockerKubernetesUnfencedLeaderUnderHolderPauseIsInvalid(t *testing.T) {
 	if len(leaders) < 2 || !strings.Contains(out.Result.Explanation, "stale lease holder's write was accepted") {
 		t.Errorf("the story does not name the two leaders (%v):\n%s\nexplanation: %s", leaders, story, out.Result.Explanation)
 	}
-	wantAPIServerVersion(t, out)
+	wantAPIServerVersion(t, out, "n4")
+}
+
+// Three API servers in front of the same etcd change nothing for an
+// unfenced leader: the frozen one wakes and writes, whichever API server
+// it speaks to. The run sets up and asks each of the three API servers
+// (n4–n6) what it is.
+func TestDockerKubernetesThreeAPIServersUnfencedLeaderUnderHolderPauseIsInvalid(t *testing.T) {
+	cfg := dockerConfig(t, "kubernetes", "none", "pause-holder")
+	cfg.Options = map[string]string{kubernetes.APIServersFlag: "3"}
+	out := runDocker(t, cfg)
+	wantDocker(t, out, models.Invalid)
+	wantFaults(t, out, "pause-holder")
+	wantAPIServerVersion(t, out, "n4", "n5", "n6")
+	if out.Report == nil || !slices.ContainsFunc(out.Report.Params, func(p reports.Param) bool {
+		return p.Name == "API servers" && strings.Contains(p.Value, "p mod 3")
+	}) {
+		t.Errorf("the report does not say which API server each client speaks to")
+	}
 }
 
 // The same frozen leaders' late writes, refused by the storage's token
@@ -47,9 +69,10 @@ func TestDockerKubernetesFencedLeaderUnderHolderPauseIsValid(t *testing.T) {
 	wantFinalReads(t, out, 1)
 }
 
-// wantAPIServerVersion checks results.json: the API server answered
-// with the release it was compiled and stamped as, beside etcd's members.
-func wantAPIServerVersion(t *testing.T, out *RunResult) {
+// wantAPIServerVersion checks results.json: each API server (on the nodes
+// named) answered with the release it was compiled and stamped as, beside
+// etcd's members, and no other node claims to be one.
+func wantAPIServerVersion(t *testing.T, out *RunResult, apiservers ...string) {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(out.Dir, "results.json"))
 	if err != nil {
@@ -67,8 +90,19 @@ func wantAPIServerVersion(t *testing.T, out *RunResult) {
 	for _, n := range res.Servers.Nodes {
 		versions[n.Node] = n.Version
 	}
-	if versions["n4"] != "kube-apiserver "+images.KubeAPIServerVersion {
-		t.Errorf("results.json servers %v: n4 is not kube-apiserver %s", versions, images.KubeAPIServerVersion)
+	for _, n := range apiservers {
+		if versions[n] != "kube-apiserver "+images.KubeAPIServerVersion {
+			t.Errorf("results.json servers %v: %s is not kube-apiserver %s", versions, n, images.KubeAPIServerVersion)
+		}
+	}
+	named := 0
+	for _, v := range versions {
+		if strings.HasPrefix(v, "kube-apiserver ") {
+			named++
+		}
+	}
+	if named != len(apiservers) {
+		t.Errorf("results.json servers %v: %d kube-apiserver nodes, want %d", versions, named, len(apiservers))
 	}
 	for _, n := range []string{"n1", "n2", "n3"} {
 		if !strings.HasPrefix(versions[n], "etcd "+images.EtcdImageVersion+".") {

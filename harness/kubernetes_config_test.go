@@ -49,3 +49,38 @@ func TestValidateKubernetesCombinations(t *testing.T) {
 		}
 	}
 }
+
+// --apiservers is the kubernetes backend's own: 3 makes six server nodes
+// (3 etcd members, 3 API servers), the default (also --nodes's default 3,
+// as compare sets it) keeps one API server, and a bad value or the flag
+// on another backend is refused before anything is created, naming it.
+func TestValidateKubernetesAPIServers(t *testing.T) {
+	cfg := memoryConfig(t, "none", "pause-holder")
+	cfg.Backend, cfg.Recipe, cfg.Cluster, cfg.Nodes = "kubernetes", "", registry.ClusterDocker, 3
+	cfg.LeaseTTL = 2 * time.Second
+	for v, want := range map[string]int{"": 4, "1": 4, "3": 6} {
+		c := cfg
+		c.Options = map[string]string{"apiservers": v}
+		c.Defaults()
+		if err := c.Validate(); err != nil {
+			t.Errorf("--apiservers %q refused: %v", v, err)
+		}
+		if n, err := c.Servers(); err != nil || n != want {
+			t.Errorf("--apiservers %q: %d server nodes, %v; want %d", v, n, err, want)
+		}
+	}
+	for _, tc := range []struct{ backend, value, says string }{
+		{"kubernetes", "2", "accepted: 1, 3"},
+		{"kubernetes", "many", "e.g. --apiservers 3"},
+		{"etcd", "3", "--backend kubernetes"},
+	} {
+		c := cfg
+		c.Backend, c.Options = tc.backend, map[string]string{"apiservers": tc.value}
+		c.Defaults()
+		err := c.Validate()
+		var ue *usage.Error
+		if !errors.As(err, &ue) || ue.Flag != "apiservers" || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("--backend %s --apiservers %s: got %v, want a usage error naming --apiservers that says %q", tc.backend, tc.value, err, tc.says)
+		}
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 // The durations keep client-go's 15/10/2 proportions, and client-go
@@ -64,22 +68,18 @@ func TestParseVersionReadsGitVersion(t *testing.T) {
 }
 
 func TestSecretsAreFreshAndCoverTheNode(t *testing.T) {
-	a, err := newSecrets("n4", "172.20.0.5")
+	a, err := newSecrets([]string{"n4"}, []string{"172.20.0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := newSecrets("n4", "172.20.0.5")
+	b, err := newSecrets([]string{"n4"}, []string{"172.20.0.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Token == b.Token || string(a.CertPEM) == string(b.CertPEM) {
+	if a.Token == b.Token || string(a.Serving[0].CertPEM) == string(b.Serving[0].CertPEM) {
 		t.Error("two clusters got the same token or certificate")
 	}
-	block, _ := pem.Decode(a.CertPEM)
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cert := parseCert(t, a.Serving[0].CertPEM)
 	pool := x509.NewCertPool()
 	pool.AddCert(cert)
 	for _, host := range []string{"n4", "172.20.0.5", "127.0.0.1"} {
@@ -89,6 +89,125 @@ func TestSecretsAreFreshAndCoverTheNode(t *testing.T) {
 	}
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, DNSName: "n5"}); err == nil {
 		t.Error("the certificate covers another node")
+	}
+	if string(a.CABundle()) != string(a.Serving[0].CertPEM) {
+		t.Error("with one API server the clients trust other than its certificate")
+	}
+}
+
+// Three API servers: each its own certificate, covering its own name and
+// address and no other API server's; one token and one service-account
+// key for all; and a client trusting the bundle accepts each of them.
+func TestThreeAPIServersEachHaveTheirOwnCertificate(t *testing.T) {
+	nodes, ips := []string{"n4", "n5", "n6"}, []string{"10.0.0.4", "10.0.0.5", "10.0.0.6"}
+	sec, err := newSecrets(nodes, ips)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sec.Serving) != 3 {
+		t.Fatalf("%d serving certificates for 3 API servers", len(sec.Serving))
+	}
+	bundle := x509.NewCertPool()
+	if !bundle.AppendCertsFromPEM(sec.CABundle()) {
+		t.Fatal("the CA bundle holds no certificate")
+	}
+	for i, s := range sec.Serving {
+		if s.Node != nodes[i] {
+			t.Errorf("certificate %d is for %s, not %s", i, s.Node, nodes[i])
+		}
+		cert := parseCert(t, s.CertPEM)
+		for _, host := range []string{nodes[i], ips[i]} {
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: bundle, DNSName: host}); err != nil {
+				t.Errorf("%s's certificate, checked against the bundle, refuses %s: %v", nodes[i], host, err)
+			}
+		}
+		for j, other := range nodes {
+			if j != i && cert.VerifyHostname(other) == nil {
+				t.Errorf("%s's certificate covers %s", nodes[i], other)
+			}
+		}
+	}
+	if _, err := newSecrets(nodes, ips[:2]); err == nil {
+		t.Error("an API server without an address got a certificate")
+	}
+}
+
+func parseCert(t *testing.T, certPEM []byte) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		t.Fatalf("not PEM: %.60q", certPEM)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+// --apiservers takes 1 (the default, also when not given) or 3, and
+// refuses anything else before a cluster exists, as a usage error naming
+// the flag, the accepted values and an example; the server count follows.
+func TestAPIServersFlag(t *testing.T) {
+	for v, want := range map[string]int{"": 1, "1": 1, "3": 3} {
+		n, err := ParseAPIServers(v)
+		if err != nil || n != want {
+			t.Errorf("--apiservers %q: %d, %v; want %d", v, n, err, want)
+		}
+		d, err := newDBFor("t1", 2*time.Second, map[string]string{APIServersFlag: v})
+		if err != nil || d.Servers() != EtcdMembers+want {
+			t.Errorf("--apiservers %q: %v, %v; want %d server nodes", v, d, err, EtcdMembers+want)
+		}
+	}
+	for _, v := range []string{"0", "2", "5", "three", "-1", " 3"} {
+		if err := CheckAPIServers(v); err == nil {
+			t.Errorf("--apiservers %q accepted", v)
+		}
+		_, err := newDBFor("t1", 2*time.Second, map[string]string{APIServersFlag: v})
+		var ue *usage.Error
+		if !errors.As(err, &ue) || ue.Flag != APIServersFlag {
+			t.Fatalf("--apiservers %q: %v, not a usage error about the flag", v, err)
+		}
+		for _, want := range []string{"--apiservers", "1, 3", "e.g. --apiservers 3", strconv.Quote(v)} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("--apiservers %q: %q does not say %q", v, err, want)
+			}
+		}
+	}
+}
+
+// Process p speaks to API server p mod their count, so consecutive
+// processes land on different servers and all of them are used.
+func TestClientProcessSpeaksToAPIServerProcessModCount(t *testing.T) {
+	eps := []string{"https://n4:6443", "https://n5:6443", "https://n6:6443"}
+	for p, want := range map[int]string{0: eps[0], 1: eps[1], 2: eps[2], 3: eps[0], 7: eps[1], 11: eps[2]} {
+		if got, err := APIServerFor(eps, p); err != nil || got != want {
+			t.Errorf("process %d: %q, %v; want %q", p, got, err, want)
+		}
+	}
+	for p := range 5 {
+		if got, err := APIServerFor(eps[:1], p); err != nil || got != eps[0] {
+			t.Errorf("one API server, process %d: %q, %v", p, got, err)
+		}
+	}
+	if _, err := APIServerFor(nil, 1); err == nil {
+		t.Error("a client with no API server was made")
+	}
+}
+
+// With three API servers the report says they share etcd and which one a
+// client speaks to; with one it says nothing of the kind.
+func TestAPIServersNote(t *testing.T) {
+	if n := apiserversNote(1, ""); n != "" {
+		t.Errorf("one API server got a note: %q", n)
+	}
+	for _, want := range []string{"3 kube-apiservers", "same etcd", "linearizable", "p mod 3"} {
+		if n := apiserversNote(3, ""); !strings.Contains(n, want) {
+			t.Errorf("note %q does not say %q", n, want)
+		}
+	}
+	if n := apiserversNote(3, "client-go"); !strings.Contains(n, "service.endpoints") {
+		t.Errorf("a --client run's note does not say the program gets every URL: %q", n)
 	}
 }
 
@@ -100,13 +219,13 @@ func TestClientProgramGetsTheServersTokenAndCertificate(t *testing.T) {
 	if tok, ca := d.BearerAuth(); tok != "" || ca != "" {
 		t.Errorf("before Setup: BearerAuth() = %q, %q; want nothing", tok, ca)
 	}
-	sec, err := newSecrets("n4", "10.0.0.4")
+	sec, err := newSecrets([]string{"n4"}, []string{"10.0.0.4"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.sec, d.Client = sec, "client-go"
 	tok, ca := d.BearerAuth()
-	if tok != sec.Token || ca != string(sec.CertPEM) {
+	if tok != sec.Token || ca != string(sec.Serving[0].CertPEM) {
 		t.Errorf("BearerAuth() is not the server's token and certificate")
 	}
 	if b, _ := pem.Decode([]byte(ca)); b == nil || b.Type != "CERTIFICATE" {

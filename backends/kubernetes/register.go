@@ -2,13 +2,13 @@ package kubernetes
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/images"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 func init() {
@@ -18,27 +18,42 @@ func init() {
 		MinTTL:   MinTTL,
 		Builds: map[string]string{registry.DefaultVersion: fmt.Sprintf("kube-apiserver %s built from the Go module proxy on first use (cached), in front of etcd %s",
 			images.KubeAPIServerVersion, images.EtcdImageVersion)},
-		FixedNodes: fmt.Sprintf("backend kubernetes runs %d etcd members and one kube-apiserver (%d server nodes); drop the flag", EtcdMembers, EtcdMembers+1),
+		FixedNodes: fmt.Sprintf("backend kubernetes runs %d etcd members and one kube-apiserver, or three with --%s 3; drop the flag (e.g. --%s 3 for three API servers in front of the same etcd)", EtcdMembers, APIServersFlag, APIServersFlag),
+		Flags: []usage.Flag{{Name: APIServersFlag, Check: CheckAPIServers,
+			Usage: fmt.Sprintf("how many kube-apiservers run in front of the same %d-member etcd: 1 (the default) or 3; client process p speaks to API server p mod their count", EtcdMembers)}},
 		NoClockFaults: "client-go's leader election judges a Lease's expiry by its own observation time on the monotonic clock, in a static Go binary " +
 			"(libfaketime cannot be preloaded into it), and the API server and etcd are static Go binaries too: no clock fault reaches any judgement of expiry here",
 		NoExpiredGrants: "client-go takes a Lease over only by an Update conditional on the resourceVersion it read, and the token is read back showing this client as holder: a grant on an expired lease cannot be told from a fresh one",
-		AllEndpoints:    "there is one API server; the etcd members behind it are not the lock service's endpoints",
+		AllEndpoints: "a built-in client already speaks to one API server (process p to API server p mod their count: client-go's rest.Config has one Host), " +
+			"and the etcd members behind them are not the lock service's endpoints",
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
-			db := NewDB(s.TestID, s.LeaseTTL)
+			db, err := newDBFor(s.TestID, s.LeaseTTL, s.Options)
+			if err != nil {
+				return nil, 0, err
+			}
 			db.Client = s.Client
-			return db, EtcdMembers + 1, nil
+			return db, db.Servers(), nil
 		},
 		Notes: func(s registry.Setup) []string {
+			var notes []string
 			if s.Client != "" {
-				return []string{clientNote(s.Client)}
+				notes = append(notes, clientNote(s.Client))
+			} else {
+				notes = append(notes, TimingFor(s.LeaseTTL).String())
 			}
-			return []string{TimingFor(s.LeaseTTL).String()}
+			if n, err := ParseAPIServers(s.Options[APIServersFlag]); err == nil {
+				if note := apiserversNote(n, s.Client); note != "" {
+					notes = append(notes, note)
+				}
+			}
+			return notes
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
-			if len(spec.Endpoints) != 1 {
-				return nil, errors.New("kubernetes: the client needs the one API server's URL")
+			endpoint, err := APIServerFor(spec.Endpoints, spec.Process)
+			if err != nil {
+				return nil, err
 			}
-			return NewClient(spec.Endpoints[0], spec.ServiceSecret, spec.Process, spec.LeaseTTL, storage)
+			return NewClient(endpoint, spec.ServiceSecret, spec.Process, spec.LeaseTTL, storage)
 		},
 	})
 }
