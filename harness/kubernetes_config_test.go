@@ -61,8 +61,7 @@ func TestValidateKubernetesAPIServers(t *testing.T) {
 	for v, want := range map[string]int{"": 4, "1": 4, "3": 6} {
 		c := cfg
 		c.Options = map[string]string{"apiservers": v}
-		c.Defaults()
-		if err := c.Validate(); err != nil {
+		if _, err := checked(c); err != nil {
 			t.Errorf("--apiservers %q refused: %v", v, err)
 		}
 		if n, err := c.Servers(); err != nil || n != want {
@@ -76,8 +75,7 @@ func TestValidateKubernetesAPIServers(t *testing.T) {
 	} {
 		c := cfg
 		c.Backend, c.Options = tc.backend, map[string]string{"apiservers": tc.value}
-		c.Defaults()
-		err := c.Validate()
+		_, err := checked(c)
 		var ue *usage.Error
 		if !errors.As(err, &ue) || ue.Flag != "apiservers" || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("--backend %s --apiservers %s: got %v, want a usage error naming --apiservers that says %q", tc.backend, tc.value, err, tc.says)
