@@ -67,7 +67,7 @@ func benchFlags(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	out := map[string]bool{}
-	for _, m := range regexp.MustCompile(`flag\.\w+\("([a-z0-9-]+)"`).FindAllStringSubmatch(string(b), -1) {
+	for _, m := range regexp.MustCompile(`flag\.\w+\((?:&[\w.]+, )?"([a-z0-9-]+)"`).FindAllStringSubmatch(string(b), -1) {
 		out[m[1]] = true
 	}
 	if !out["docker"] || !out["only"] {
