@@ -159,16 +159,7 @@ func (r *run) drive(wl workload, sched *nemesis.Schedule) driven {
 	defer cancelRun()
 	r.live.onEnd(cancelRun)
 	nemDone := make(chan error, 1)
-	wl.opened = make(chan struct{})
-	go func() {
-		// Faults begin (after the schedule's warmup) once every client
-		// is open: see workload.opened.
-		select {
-		case <-wl.opened:
-		case <-runCtx.Done():
-		}
-		nemDone <- sched.Run(runCtx)
-	}()
+	go func() { nemDone <- sched.Run(runCtx) }()
 	logf("workload: %s, %s, %s", words.Plural(cfg.Clients, "client"), words.Plural(cfg.Keys, "key"), cfg.TimeLimit)
 	wlDone := make(chan wlResult, 1)
 	go func() {

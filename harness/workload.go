@@ -232,11 +232,6 @@ type workload struct {
 	rec    *history.Recorder
 	claims *nemesis.Claims
 	logf   func(string, ...any)
-	// opened, when not nil, is closed once every slot's first client is
-	// open (or run gave up opening them): the nemesis waits for it, since
-	// a client slot frozen while its agent is still starting would never
-	// start, and the run would go on with fewer clients and no error.
-	opened chan struct{}
 }
 
 // run drives every slot until ctx ends; each slot finishes the section it
@@ -248,14 +243,6 @@ func (wl workload) run(ctx context.Context) (int, error) {
 	var mu sync.Mutex
 	next := cfg.Clients
 	errs := make(chan error, cfg.Clients)
-	allOpen := false
-	markOpen := func() {
-		if !allOpen && wl.opened != nil {
-			allOpen = true
-			close(wl.opened)
-		}
-	}
-	defer markOpen()
 	for slot := 1; slot <= cfg.Clients; slot++ {
 		c, err := sys.NewClient(withProcess(ctx, slot-1), slot)
 		if err != nil {
@@ -295,7 +282,6 @@ func (wl workload) run(ctx context.Context) (int, error) {
 			}
 		}()
 	}
-	markOpen()
 	wg.Wait()
 	close(errs)
 	return next, <-errs
