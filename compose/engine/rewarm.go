@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fencecheck/fencecheck/internal/shellquote"
 )
@@ -56,47 +55,75 @@ func (c *Cluster) Rewarm(ctx context.Context, dirs []string) error {
 }
 
 // rewarmNode kills every process of node but the container's own (its
-// init and `sleep infinity`), waits until none is left, and empties dirs.
+// init and `sleep infinity`), waits until none is left, and empties dirs,
+// all in one exec: each docker exec costs the engine about 0.15 s of CPU
+// (runc, the shim, dockerd), and the three a node used to take (kill, ps
+// until clean, empty) were two fifths of a warm run's execs — the CPU
+// that runs side by side share (docs/benchmarks.md, "Runs side by side").
 func (c *Cluster) rewarmNode(ctx context.Context, node string, dirs []string) error {
-	kill := `self=$$
-for p in /proc/[0-9]*; do
-  pid=${p#/proc/}
-  case $pid in 1|$self) continue ;; esac
-  [ "$(tr '\0' ' ' <$p/cmdline 2>/dev/null)" = "sleep infinity " ] && continue
-  kill -9 "$pid" 2>/dev/null
-done
-true`
-	if _, err := c.execOK(ctx, node, "sh", "-c", kill); err != nil {
-		return err
+	res, err := c.Exec(ctx, node, []string{"sh", "-c", rewarmScript(dirs)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", node, err)
 	}
-	var left []string
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		// ps itself, not through sh: a shell would be one more process.
-		out, err := c.execOK(ctx, node, "ps", "-e", "-o", "pid=,stat=,args=")
-		if err != nil {
-			return err
-		}
-		left = survivors(out)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: processes of the last run survived SIGKILL: %s", node, strings.Join(left, "; "))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+	switch res.ExitCode {
+	case 0:
+		return nil
+	case rewarmSurvivors:
+		return fmt.Errorf("%s: processes of the last run survived SIGKILL: %s", node, strings.Join(survivors(res.Stdout), "; "))
+	case rewarmNotEmptied:
+		return fmt.Errorf("%s: emptying %s: %s", node, strings.Join(dirs, ", "), strings.TrimSpace(res.Stderr))
+	default:
+		return fmt.Errorf("%s: exit %d: %s", node, res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
+}
+
+// The rewarm script's exits other than 0: processes survived (their ps
+// lines on stdout), or a dir could not be emptied.
+const (
+	rewarmSurvivors  = 3
+	rewarmNotEmptied = 4
+)
+
+// rewarmScript is rewarmNode's shell script (POSIX sh, the node image's
+// dash): SIGKILL to every process but the init (pid 1), `sleep infinity`
+// and the script's own, then /proc read every 100 ms for 5 s until only
+// those and zombies the init has yet to reap are left, then dirs emptied.
+// Its own are itself and its children (the command substitutions' forks):
+// their parent is the script. On survivors it prints them as
+// `ps -o pid=,stat=,args=` would, for survivors(), and exits
+// rewarmSurvivors.
+func rewarmScript(dirs []string) string {
 	var script strings.Builder
+	script.WriteString(`self=$$
+others() {
+  left=
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    case $pid in 1|$self) continue ;; esac
+    st=$(cat "$p/stat" 2>/dev/null) || continue
+    [ -n "$st" ] || continue
+    set -- ${st##*) }
+    [ "$2" = "$self" ] && continue
+    [ "$1" = Z ] && continue
+    args=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)
+    [ "$args" = "sleep infinity " ] && continue
+    left="$left$pid $1 $args
+"
+  done
+}
+others
+for pid in $(printf '%s' "$left" | cut -d' ' -f1); do kill -9 "$pid" 2>/dev/null; done
+tries=0
+while others; [ -n "$left" ]; do
+  tries=$((tries+1))
+  if [ $tries -ge 50 ]; then printf '%s' "$left"; exit 3; fi
+  sleep 0.1
+done
+`)
 	for _, d := range dirs {
-		fmt.Fprintf(&script, "if [ -d %[1]s ]; then find %[1]s -mindepth 1 -delete || exit 1; [ -z \"$(ls -A %[1]s)\" ] || exit 1; fi\n", shellquote.Quote(d))
+		fmt.Fprintf(&script, "if [ -d %[1]s ]; then find %[1]s -mindepth 1 -delete >&2 || exit 4; [ -z \"$(ls -A %[1]s)\" ] || { echo %[1]s still holds files >&2; exit 4; }; fi\n", shellquote.Quote(d))
 	}
-	if _, err := c.execOK(ctx, node, "sh", "-c", script.String()); err != nil {
-		return fmt.Errorf("emptying %s: %w", strings.Join(dirs, ", "), err)
-	}
-	return nil
+	return script.String()
 }
 
 // survivors are the processes of ps's output (pid, state, command) other
@@ -117,17 +144,4 @@ func survivors(ps string) []string {
 		left = append(left, fmt.Sprintf("pid %s %s", f[0], args))
 	}
 	return left
-}
-
-// execOK runs argv in node and returns its stdout; a non-zero exit is an
-// error carrying stderr.
-func (c *Cluster) execOK(ctx context.Context, node string, argv ...string) (string, error) {
-	res, err := c.Exec(ctx, node, argv)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", node, err)
-	}
-	if res.ExitCode != 0 {
-		return "", fmt.Errorf("%s: exit %d: %s", node, res.ExitCode, strings.TrimSpace(res.Stderr))
-	}
-	return res.Stdout, nil
 }
