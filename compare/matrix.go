@@ -145,6 +145,20 @@ func (r Row) RecipeLabel() string {
 // drawn for each injection.
 func FaultList(column string) []string { return strings.Split(column, "+") }
 
+// FaultNames is every fault the matrix's columns inject, each once, in
+// column order.
+func (m *Matrix) FaultNames() []string {
+	var out []string
+	for _, col := range m.Faults {
+		for _, f := range FaultList(col) {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
+}
+
 // Matrix is an expanded, validated comparison: every row runs
 // under every fault Runs times.
 type Matrix struct {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/internal/meminfo"
 	"github.com/fencecheck/fencecheck/internal/units"
 	"github.com/fencecheck/fencecheck/internal/usage"
+	"github.com/fencecheck/fencecheck/internal/words"
+	"github.com/fencecheck/fencecheck/nemesis"
 )
 
 // SlotMemory is what one slot of --parallel is allowed of the engine's
@@ -38,8 +41,8 @@ const RunsPerCore = 1
 // Width is a --parallel setting and why it is what it is.
 type Width struct {
 	// N is the number of slots; Most is the most the engine's memory
-	// allows (N ≤ Most).
-	N, Most int
+	// allows (N ≤ Most); CPUs is the engine's cores.
+	N, Most, CPUs int
 	// Why names the numbers the default was worked out from.
 	Why string
 }
@@ -56,7 +59,7 @@ func ParallelWidth(cpus int, memory int64) Width {
 	}
 	most = min(most, MaxParallel)
 	n := min(RunsPerCore*cpus, most)
-	return Width{N: n, Most: most, Why: fmt.Sprintf("%d cores × %d run(s) a core, %s of memory / 2 / %s a slot allows %d",
+	return Width{N: n, Most: most, CPUs: cpus, Why: fmt.Sprintf("%d cores × %d run(s) a core, %s of memory / 2 / %s a slot allows %d",
 		cpus, RunsPerCore, units.FormatBytes(memory), units.FormatBytes(SlotMemory), most)}
 }
 
@@ -78,6 +81,22 @@ func EngineWidth(ctx context.Context, docker bool) Width {
 		}
 	}
 	return ParallelWidth(cpus, memory)
+}
+
+// ContendedWidth is n, or the engine's cores when n is more and one of
+// faults runs at most one a core side by side (nemesis.Kind.Contended),
+// with a line saying so and why; "" when n stands. The limit is the
+// tool's, not an error: a matrix asked to go wider than its faults can
+// go faithfully runs at the width they can, and says so, rather than
+// printing answers the machine's load gave.
+func ContendedWidth(n int, w Width, faults []string) (int, string) {
+	most := max(1, RunsPerCore*w.CPUs)
+	names, why := nemesis.Contended(faults)
+	if n <= most || len(names) == 0 {
+		return n, ""
+	}
+	return most, fmt.Sprintf("--parallel %d lowered to %d, one run a core of the engine's %d: runs under %s go at most one a core side by side (%s)",
+		n, most, w.CPUs, words.List(names), strings.Join(why, "; "))
 }
 
 // CheckParallel refuses a --parallel the engine cannot hold: below 1, or

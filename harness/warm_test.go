@@ -132,3 +132,22 @@ func TestParallelWidth(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// Faults that freeze servers go at most one run a core side by side
+// (nemesis.Kind.Contended), and the lowering says so; other faults, and
+// a width within the cores, stand.
+func TestContendedWidth(t *testing.T) {
+	w := ParallelWidth(2, 24<<30)
+	n, why := ContendedWidth(4, w, []string{"pause-leader", "pause-all"})
+	if n != 2 || !strings.Contains(why, "--parallel 4 lowered to 2") || !strings.Contains(why, "pause-leader and pause-all") {
+		t.Errorf("jepsen-etcd's faults at 4 on 2 cores: %d, %q", n, why)
+	}
+	for _, c := range []struct {
+		n      int
+		faults []string
+	}{{2, []string{"pause-leader"}}, {4, []string{"pause-holder"}}, {6, []string{"none"}}, {1, []string{"pause-all"}}} {
+		if n, why := ContendedWidth(c.n, w, c.faults); n != c.n || why != "" {
+			t.Errorf("%d runs under %v: lowered to %d (%q)", c.n, c.faults, n, why)
+		}
+	}
+}

@@ -19,7 +19,7 @@ import (
 // target.
 func init() {
 	Register(Kind{Name: "pause-all", Summary: "freeze every server node's container at once for the pause duration, then thaw them together",
-		Needs: Needs{Docker: true, Servers: 1}, Duration: DurationOfPause,
+		Needs: Needs{Docker: true, Servers: 1}, Duration: DurationOfPause, Contended: ServerFreezeContended,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			return &PauseAll{Freezer: env.Freezer, Targets: env.AllServers}, nil
 		}})

@@ -61,6 +61,12 @@ type Kind struct {
 	// put safety at stake nowhere missed its point, and by default is not
 	// a pass (--min-exposures; see AimedAtHolders).
 	AimsAtHolder bool
+	// Contended, when set, says why runs under this fault go at most one
+	// an engine core when several run side by side (--parallel): its
+	// verdicts moved when other runs shared the CPU (docs/benchmarks.md,
+	// "Runs side by side"), because what the fault puts at stake is a
+	// timing that a starved process shifts as much as the fault does.
+	Contended string
 	// Duration is how long each injection stays applied, from the run's
 	// settings: DurationOfPause or DurationOfInterval (the default when
 	// nil).
@@ -260,6 +266,18 @@ func AimedAtHolders(names []string) bool {
 		}
 	}
 	return false
+}
+
+// Contended is the named faults that limit side-by-side runs to one an
+// engine core (Kind.Contended), in the order given, each with its reason.
+func Contended(names []string) (faults []string, why []string) {
+	for _, n := range names {
+		if k := kinds[n]; k.Contended != "" && !slices.Contains(faults, n) {
+			faults = append(faults, n)
+			why = append(why, k.Contended)
+		}
+	}
+	return faults, why
 }
 
 // Names lists every fault's word: none first, then by name.

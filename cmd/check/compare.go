@@ -239,9 +239,16 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 func setWidth(cmd *cobra.Command, m *compare.Matrix) error {
 	w := harness.EngineWidth(cmd.Context(), m.NeedsDocker())
 	if cmd.Flags().Changed("parallel") {
-		return harness.CheckParallel(m.Parallel, w)
+		if err := harness.CheckParallel(m.Parallel, w); err != nil {
+			return err
+		}
+	} else {
+		m.Parallel = w.N
+		fmt.Fprintf(cmd.OutOrStdout(), "compare: %d runs at a time (%s; --parallel sets it)\n", w.N, w.Why)
 	}
-	m.Parallel = w.N
-	fmt.Fprintf(cmd.OutOrStdout(), "compare: %d runs at a time (%s; --parallel sets it)\n", w.N, w.Why)
+	if n, why := harness.ContendedWidth(m.Parallel, w, m.FaultNames()); why != "" {
+		m.Parallel = n
+		fmt.Fprintf(cmd.OutOrStdout(), "compare: %s\n", why)
+	}
 	return nil
 }

@@ -113,6 +113,10 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 			return err
 		}
 		width = rf.parallel
+		if n, why := harness.ContendedWidth(width, w, cfg.Nemesis); why != "" {
+			width = n
+			fmt.Fprintf(cmd.OutOrStdout(), "check: %s\n", why)
+		}
 	}
 	if keepGoing && testCount < 2 {
 		return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
