@@ -105,7 +105,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 120s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
-	f.IntVar(&spec.Parallel, "parallel", 0, "runs at once, each on its own cluster (default from the engine: one a core, within half its memory at 2 GiB a slot; 1 runs them one by one; docs/compare.md)")
+	f.IntVar(&spec.Parallel, "parallel", 0, "runs at once, each on its own cluster (default from the engine: one a core, within half its memory at 2 GiB a slot; 1 runs them one by one; faults that freeze servers never go more than one a core; docs/compare.md)")
 	f.StringVar(&cf.shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
 	f.StringVar(&cf.dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.

@@ -194,7 +194,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.IntVar(&cfg.Clients, "clients", 5, "concurrent client processes")
 	f.StringVar(&rf.concurrency, "concurrency", "", "Jepsen's name for --clients: a number, or <k>n for k clients per server the backend runs (e.g. 2n: 6 on 3 etcd nodes, 2 on memory's one server)")
 	f.IntVar(&rf.testCount, "test-count", 1, "run the test this many times (seeds seed, seed+1, …), stopping at the first run that is not valid; the exit code is the worst verdict")
-	f.IntVar(&rf.parallel, "parallel", 1, "with --test-count, run this many tests at once, each on its own cluster; one at a time keeps the stop at the first test that is not valid in order; at most what the engine's memory holds (docs/compare.md)")
+	f.IntVar(&rf.parallel, "parallel", 1, "with --test-count, run this many tests at once, each on its own cluster; one at a time keeps the stop at the first test that is not valid in order; at most what the engine's memory holds, and one a core under faults that freeze servers (docs/compare.md)")
 	f.BoolVar(&rf.keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar((*string)(&cfg.Cluster), "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
