@@ -3,6 +3,8 @@ package registry_test
 import (
 	"context"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +61,36 @@ func TestOpenClientWithOpensTheStorageAndAppliesTheLeaseCheck(t *testing.T) {
 	spec.LeaseCheck, spec.Fencing = "", "maybe"
 	if _, err := registry.OpenClientWith(ctx, spec, open); err == nil || !strings.Contains(err.Error(), "fencing mode") {
 		t.Errorf("an unknown fencing mode reached the opener: %v", err)
+	}
+}
+
+// A backend whose clients run in a program of their own is refused by
+// OpenClient (the check binary's `check agent`) with that program's name
+// and how to build it, and it is the only backend that says so.
+func TestOpenClientNamesTheAgentProgram(t *testing.T) {
+	var withAgent []string
+	for _, b := range registry.All() {
+		if b.Agent == nil {
+			continue
+		}
+		withAgent = append(withAgent, b.Name)
+		if _, err := os.Stat(filepath.Join("..", "..", filepath.FromSlash(b.Agent.Package), "main.go")); err != nil {
+			t.Errorf("%s: its agent program's package %s is not in this module: %v", b.Name, b.Agent.Package, err)
+		}
+		_, err := registry.OpenClient(context.Background(), backends.ClientSpec{Backend: b.Name, Storage: registry.DefaultStorage, Fencing: "all", StorageURL: "http://storage:7001"})
+		if err == nil {
+			t.Fatalf("%s: check agent opened a client that runs in %s", b.Name, b.Agent.Name)
+		}
+		for _, want := range []string{b.Agent.Name + " agent", "go build -o bin/" + b.Agent.Name + " " + b.Agent.Package} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the error does not say %q: %v", b.Name, want, err)
+			}
+		}
+	}
+	if len(withAgent) != 1 || withAgent[0] != "kubernetes" {
+		t.Errorf("backends with an agent program of their own: %v, want kubernetes's alone", withAgent)
+	}
+	if b, _ := registry.Lookup("kubernetes"); b.Agent.Name != "check-kubernetes" || b.Agent.Package != "./cmd/check-kubernetes" {
+		t.Errorf("kubernetes's agent program: %+v", b.Agent)
 	}
 }
