@@ -189,7 +189,8 @@ func (s systemSetup) agentPrograms(ctx context.Context, p dockerParts, build io.
 	if err != nil {
 		return nil, fmt.Errorf("backend %s's clients: %w", s.t.cfg.Backend, err)
 	}
-	return []engine.Program{{Path: engine.ProgramPath(a.Name), Data: b}}, nil
+	s.logf("clients run in %s, %s (linux/%s, %.0f MB, %s)", a.Name, a.What, arch, float64(len(b.Data))/1e6, b.From)
+	return []engine.Program{{Path: engine.ProgramPath(a.Name), Data: b.Data}}, nil
 }
 
 // engineArch is the Docker engine's architecture (amd64, arm64): what the

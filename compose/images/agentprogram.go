@@ -59,16 +59,26 @@ type AgentProgram struct {
 // When none of these can give it (no source: a -trimpath build or a
 // binary moved away from its checkout; no `go` on PATH), the error says
 // how to build it beside the check binary. Progress goes to progress, the
-// compile as a step with its time.
-func AgentProgramBinary(ctx context.Context, p AgentProgram, checkBinary, goarch string, progress io.Writer) ([]byte, error) {
+// compile as a step with its time. The binary's From says where it came
+// from, for the run's log.
+func AgentProgramBinary(ctx context.Context, p AgentProgram, checkBinary, goarch string, progress io.Writer) (ProgramBinary, error) {
 	return agentPrograms.get(ctx, p, checkBinary, goarch, progress)
+}
+
+// ProgramBinary is an agent program's binary and where it was found.
+type ProgramBinary struct {
+	Data []byte
+	// From says where it came from: "from the cache, <path>", "beside
+	// the check binary, <path>" or "compiled from <module root>, kept in
+	// <path>".
+	From string
 }
 
 // programFinder is the lookup behind AgentProgramBinary, with the places
 // it reads as fields so that its order can be tested.
 type programFinder struct {
 	mu  sync.Mutex
-	mem map[string][]byte // by cacheName
+	mem map[string]ProgramBinary // by cacheName
 	// cacheDir is fencecheck's directory in the user's cache.
 	cacheDir func() (string, error)
 	// exeDir is the running check binary's directory.
@@ -117,19 +127,19 @@ func AgentProgramCacheName(p AgentProgram, checkSum, goarch string) string {
 	return fmt.Sprintf("%s-%s-linux-%s", p.Name, checkSum[:min(12, len(checkSum))], archOrAmd64(goarch))
 }
 
-func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, goarch string, progress io.Writer) ([]byte, error) {
+func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, goarch string, progress io.Writer) (ProgramBinary, error) {
 	if p.Name == "" || p.Package == "" {
-		return nil, errors.New("an agent program needs a name and a package")
+		return ProgramBinary{}, errors.New("an agent program needs a name and a package")
 	}
 	arch := archOrAmd64(goarch)
 	sum, err := fileSum(checkBinary)
 	if err != nil {
-		return nil, fmt.Errorf("%s: hashing the check binary %s, whose build it must match: %w", p.Name, checkBinary, err)
+		return ProgramBinary{}, fmt.Errorf("%s: hashing the check binary %s, whose build it must match: %w", p.Name, checkBinary, err)
 	}
 	name := AgentProgramCacheName(p, sum, arch)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if b := f.mem[name]; b != nil {
+	if b, ok := f.mem[name]; ok {
 		return b, nil
 	}
 	out := buildOutputOf(progress)
@@ -145,7 +155,7 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 		switch {
 		case err == nil:
 			fmt.Fprintf(out, "compose: %s (linux/%s) from the cache, %s\n", p.Name, arch, cachePath)
-			return f.keep(name, b), nil
+			return f.keep(name, b, "from the cache, "+cachePath), nil
 		case errors.Is(err, os.ErrNotExist):
 			missed = append(missed, "not in the cache ("+cachePath+")")
 		default:
@@ -162,7 +172,7 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 		switch {
 		case err == nil:
 			fmt.Fprintf(out, "compose: %s (linux/%s) beside the check binary, %s\n", p.Name, arch, beside)
-			return f.keep(name, b), nil
+			return f.keep(name, b, "beside the check binary, "+beside), nil
 		case errors.Is(err, os.ErrNotExist):
 			missed = append(missed, "not beside the check binary ("+beside+")")
 		default:
@@ -174,10 +184,14 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 	if err == nil {
 		var b []byte
 		if b, err = f.compile(ctx, p, root, arch, cachePath, out); err == nil {
-			return f.keep(name, b), nil
+			from := "compiled from " + root
+			if cachePath != "" {
+				from += ", kept in " + cachePath
+			}
+			return f.keep(name, b, from), nil
 		}
 		if ctx.Err() != nil {
-			return nil, err
+			return ProgramBinary{}, err
 		}
 	}
 	missed = append(missed, "not compiled here: "+err.Error())
@@ -193,16 +207,17 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 	if runtime.GOOS != "linux" || runtime.GOARCH != arch {
 		env += " GOOS=linux GOARCH=" + arch
 	}
-	return nil, fmt.Errorf("%s (%s) for linux/%s: %s. Build it beside the check binary, in %s: %s go build -o %s %s",
+	return ProgramBinary{}, fmt.Errorf("%s (%s) for linux/%s: %s. Build it beside the check binary, in %s: %s go build -o %s %s",
 		p.Name, p.What, arch, strings.Join(missed, "; "), where, env, filepath.Join(dir, p.Name), p.Package)
 }
 
-func (f *programFinder) keep(name string, b []byte) []byte {
+func (f *programFinder) keep(name string, b []byte, from string) ProgramBinary {
 	if f.mem == nil {
-		f.mem = map[string][]byte{}
+		f.mem = map[string]ProgramBinary{}
 	}
-	f.mem[name] = b
-	return b
+	pb := ProgramBinary{Data: b, From: from}
+	f.mem[name] = pb
+	return pb
 }
 
 // compile builds p in the module at root and keeps it at cachePath ("":

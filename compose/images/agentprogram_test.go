@@ -90,9 +90,16 @@ func (w *lookupWorld) cachePath(t *testing.T) string {
 
 func get(t *testing.T, f *programFinder, w *lookupWorld) (string, error) {
 	t.Helper()
+	b, _, err := getFrom(t, f, w)
+	return b, err
+}
+
+// getFrom is get with where the program came from.
+func getFrom(t *testing.T, f *programFinder, w *lookupWorld) (string, string, error) {
+	t.Helper()
 	var out bytes.Buffer
 	b, err := f.get(context.Background(), testProgram, w.check, "amd64", &out)
-	return string(b), err
+	return string(b.Data), b.From, err
 }
 
 // The order: this process's memory, the cache (named by the check
@@ -106,8 +113,8 @@ func TestAgentProgramLookupOrder(t *testing.T) {
 	mustWrite(t, filepath.Join(w.exeDir, testProgram.Name), beside)
 
 	f := w.finder()
-	if got, err := get(t, f, w); err != nil || got != cached {
-		t.Fatalf("with a cached copy and one beside the check binary: got %q, %v; want the cached one", got, err)
+	if got, from, err := getFrom(t, f, w); err != nil || got != cached || from != "from the cache, "+w.cachePath(t) {
+		t.Fatalf("with a cached copy and one beside the check binary: got %q from %q, %v; want the cached one", got, from, err)
 	}
 	os.Remove(w.cachePath(t))
 	if got, err := get(t, f, w); err != nil || got != cached {
@@ -115,8 +122,8 @@ func TestAgentProgramLookupOrder(t *testing.T) {
 	}
 
 	f = w.finder()
-	if got, err := get(t, f, w); err != nil || got != beside {
-		t.Fatalf("with no cached copy: got %q, %v; want the one beside the check binary", got, err)
+	if got, from, err := getFrom(t, f, w); err != nil || got != beside || !strings.HasPrefix(from, "beside the check binary, ") {
+		t.Fatalf("with no cached copy: got %q from %q, %v; want the one beside the check binary", got, from, err)
 	}
 	if _, err := os.Stat(w.cachePath(t)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the copy beside the check binary went into the cache (%v): a rebuilt one would never be seen", err)
@@ -124,9 +131,9 @@ func TestAgentProgramLookupOrder(t *testing.T) {
 
 	os.Remove(filepath.Join(w.exeDir, testProgram.Name))
 	f = w.finder()
-	got, err := get(t, f, w)
-	if err != nil || got != string(w.built) {
-		t.Fatalf("with neither: got %q, %v; want it compiled", got, err)
+	got, from, err := getFrom(t, f, w)
+	if err != nil || got != string(w.built) || from != "compiled from "+w.root+", kept in "+w.cachePath(t) {
+		t.Fatalf("with neither: got %q from %q, %v; want it compiled", got, from, err)
 	}
 	if len(w.builds) != 1 || w.builds[0].Dir != w.root || w.builds[0].Pkg != testProgram.Package || w.builds[0].GoArch != "amd64" {
 		t.Fatalf("builds %+v, want one of %s in %s for amd64", w.builds, testProgram.Package, w.root)
@@ -255,10 +262,11 @@ func TestAgentProgramCompilesWithTheGoToolchain(t *testing.T) {
 	f := w.finder()
 	f.build = staticGoBuild
 	var out bytes.Buffer
-	b, err := f.get(context.Background(), testProgram, w.check, "amd64", NewBuildOutput(&out, BuildOutputOptions{}))
+	pb, err := f.get(context.Background(), testProgram, w.check, "amd64", NewBuildOutput(&out, BuildOutputOptions{}))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	b := pb.Data
 	exe, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil || exe.Machine != elf.EM_X86_64 {
 		t.Fatalf("not a linux/amd64 executable: %v", err)
