@@ -5,8 +5,9 @@
 // and pausing the container freezes the client's work and its lease
 // keepalive together.
 //
-// Serve is the built-in agent (`check agent`): a backends.Client behind
-// lockclient.Serve. Remote is the harness's side, for the built-in agent and
+// Serve is the built-in agent (`check agent`, and a backend's own agent
+// program such as check-kubernetes): a backends.Client behind
+// lockclient.Serve, opened from the spec ClientSpec reads from init. Remote is the harness's side, for the built-in agent and
 // for a user's client (`check --client DIR`) alike: it sends init, waits for
 // ready, and turns every answer back into the error a backends.Client
 // returns. Anything a client does outside the protocol — no ready, a
