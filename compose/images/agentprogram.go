@@ -13,8 +13,10 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
 // An agent program is a backend's own agent, a main package of this
@@ -54,7 +56,8 @@ type AgentProgram struct {
 //     directory), built there by hand — used, not copied into the cache;
 //  4. compiled now with the host's Go toolchain from the source the
 //     running binary was built from (its module root, found from the path
-//     the compiler recorded for this file), and kept in the cache.
+//     the compiler recorded for this file), and kept in the cache (with
+//     the agentProgramsKept newest copies; older ones are removed).
 //
 // When none of these can give it (no source: a -trimpath build or a
 // binary moved away from its checkout; no `go` on PATH), the error says
@@ -244,10 +247,46 @@ func (f *programFinder) compile(ctx context.Context, p AgentProgram, root, arch,
 			detail += fmt.Sprintf(", not kept (%v)", err)
 		} else {
 			detail += ", kept in " + filepath.Dir(cachePath)
+			pruneAgentPrograms(cachePath, p, arch)
 		}
 	}
 	step.Done(detail)
 	return b, nil
+}
+
+// agentProgramsKept is how many of a program's compiles for one
+// architecture the cache keeps: each check build makes its own (tens of
+// MB), and a developer rebuilds check many times a day.
+const agentProgramsKept = 4
+
+// pruneAgentPrograms removes the oldest cached copies of p for arch
+// beyond agentProgramsKept, never keep (the one just written). A check
+// binary whose copy went compiles it again on its next run; errors are
+// ignored, nothing depends on pruning.
+func pruneAgentPrograms(keep string, p AgentProgram, arch string) {
+	paths, err := filepath.Glob(filepath.Join(filepath.Dir(keep), p.Name+"-*-linux-"+arch))
+	if err != nil {
+		return
+	}
+	type cached struct {
+		path string
+		mod  time.Time
+	}
+	var others []cached
+	for _, path := range paths {
+		if path == keep {
+			continue
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+			others = append(others, cached{path, fi.ModTime()})
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return others[i].mod.After(others[j].mod) })
+	for i, c := range others {
+		if i >= agentProgramsKept-1 {
+			os.Remove(c.path)
+		}
+	}
 }
 
 // readProgram reads a program's binary from path and checks that it is a

@@ -6,6 +6,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -13,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 var testProgram = AgentProgram{Name: "check-kubernetes", Package: "./cmd/check-kubernetes", What: "the kubernetes agent, client-go's leader election"}
@@ -294,4 +296,41 @@ func TestAgentProgramCompilesWithTheGoToolchain(t *testing.T) {
 func runProgram(path string) (string, error) {
 	out, err := exec.Command(path).CombinedOutput()
 	return string(out), err
+}
+
+// The cache keeps the newest agentProgramsKept compiles of a program for
+// an architecture, the one just made among them; other programs and
+// architectures are left alone.
+func TestAgentProgramCacheKeepsTheNewest(t *testing.T) {
+	w := newLookupWorld(t)
+	old := time.Now().Add(-time.Hour)
+	var olds []string
+	for i := range 5 {
+		path := filepath.Join(w.cache, fmt.Sprintf("check-kubernetes-00000000000%d-linux-amd64", i))
+		mustWrite(t, path, "old")
+		os.Chtimes(path, old.Add(time.Duration(i)*time.Minute), old.Add(time.Duration(i)*time.Minute))
+		olds = append(olds, path)
+	}
+	others := []string{filepath.Join(w.cache, "check-kubernetes-000000000009-linux-arm64"), filepath.Join(w.cache, "kube-apiserver-v1.34.4-000000000000-linux-amd64")}
+	for _, path := range others {
+		mustWrite(t, path, "other")
+		os.Chtimes(path, old.Add(-time.Hour), old.Add(-time.Hour))
+	}
+	if _, err := get(t, w.finder(), w); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{w.cachePath(t): true, olds[4]: true, olds[3]: true, olds[2]: true, others[0]: true, others[1]: true}
+	entries, _ := os.ReadDir(w.cache)
+	var got []string
+	for _, e := range entries {
+		path := filepath.Join(w.cache, e.Name())
+		got = append(got, e.Name())
+		if !want[path] {
+			t.Errorf("%s was kept", e.Name())
+		}
+		delete(want, path)
+	}
+	for path := range want {
+		t.Errorf("%s was removed (left: %v)", filepath.Base(path), got)
+	}
 }
