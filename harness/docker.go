@@ -26,7 +26,7 @@ import (
 
 // dockerSystem is the system under test in containers: the lock service's
 // servers on n1..nN, the storage node, and one container per client slot
-// running `check agent` processes.
+// running `check agent` processes (or the backend's own agent program's).
 type dockerSystem struct {
 	t       *Test
 	cluster *engine.Cluster
@@ -52,12 +52,17 @@ type dockerSystem struct {
 }
 
 // NewClient starts an agent process in the slot's container: the
-// built-in `check agent`, or the --client program.
+// built-in `check agent` (or the backend's own agent program, beside it
+// in the node, when its clients run in one: registry.Info.Agent), or the
+// --client program.
 func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client, error) {
 	node := history.SlotName(slot)
 	process := processOf(ctx, slot)
 	init := s.initFor(node, process)
 	cmd := []string{engine.BinaryPath, "agent"}
+	if a := s.t.info.Agent; a != nil {
+		cmd = []string{engine.ProgramPath(a.Name), "agent"}
+	}
 	opts := engine.ExecOptions{}
 	who := fmt.Sprintf("the agent in %s (process %d)", node, process)
 	if cl := s.t.client; cl != nil {

@@ -41,6 +41,9 @@ type dockerParts struct {
 	cli         *client.Client
 	image       string
 	clientImage string
+	// programs are the binaries the nodes carry beside bin: the
+	// backend's own agent program (registry.Info.Agent), if it has one.
+	programs []engine.Program
 }
 
 // openDocker sets up the test's Docker system: the images, the cluster
@@ -63,7 +66,8 @@ func (s systemSetup) openDocker(ctx context.Context) (*dockerSystem, error) {
 	start := time.Now()
 	st.phase("cluster")
 	st.clusterAsked = true
-	spec := engine.Spec{TestID: id, Image: p.image, Servers: p.servers, Storage: true, Clients: cfg.Clients, Binary: p.bin, ClientImage: p.clientImage, ServerImage: cfg.ServerImage}
+	spec := engine.Spec{TestID: id, Image: p.image, Servers: p.servers, Storage: true, Clients: cfg.Clients, Binary: p.bin, Programs: p.programs,
+		ClientImage: p.clientImage, ServerImage: cfg.ServerImage}
 	key := warmKey(cfg, st, spec)
 	cl, err := s.upCluster(ctx, p.cli, spec, key)
 	if err != nil {
@@ -130,6 +134,9 @@ func (s systemSetup) dockerParts(ctx context.Context, id string) (dockerParts, e
 	if err := s.prepareBackend(ctx, p, build); err != nil {
 		return p, err
 	}
+	if p.programs, err = s.agentPrograms(ctx, p, build); err != nil {
+		return p, err
+	}
 	if b.Notes != nil {
 		for _, note := range b.Notes(t.setup(id)) {
 			s.logf("%s", note)
@@ -151,14 +158,49 @@ func (s systemSetup) prepareBackend(ctx context.Context, p dockerParts, build io
 	if !ok {
 		return nil
 	}
-	ver, err := p.cli.ServerVersion(ctx)
+	arch, err := engineArch(ctx, p.cli)
 	if err != nil {
-		return fmt.Errorf("asking the Docker engine at %s for its architecture: %w", p.cli.DaemonHost(), err)
+		return err
 	}
-	if err := pr.Prepare(ctx, ver.Arch, build); err != nil {
+	if err := pr.Prepare(ctx, arch, build); err != nil {
 		return fmt.Errorf("preparing %s: %w", s.t.cfg.Backend, err)
 	}
 	return nil
+}
+
+// agentPrograms gets, for a backend whose built-in clients run in a
+// program of their own (registry.Info.Agent), that program for the
+// engine's architecture, made for the check binary going into the nodes
+// (images.AgentProgramBinary: this process's memory, the user's cache, a
+// copy beside the check binary, or compiled now): in the image phase,
+// before any container exists, so a compile shows as a step and a
+// failure leaves nothing behind. A --client run runs its own program and
+// needs none.
+func (s systemSetup) agentPrograms(ctx context.Context, p dockerParts, build io.Writer) ([]engine.Program, error) {
+	a := s.t.info.Agent
+	if a == nil || s.t.client != nil {
+		return nil, nil
+	}
+	arch, err := engineArch(ctx, p.cli)
+	if err != nil {
+		return nil, err
+	}
+	b, err := images.AgentProgramBinary(ctx, images.AgentProgram{Name: a.Name, Package: a.Package, What: a.What}, p.bin, arch, build)
+	if err != nil {
+		return nil, fmt.Errorf("backend %s's clients: %w", s.t.cfg.Backend, err)
+	}
+	s.logf("clients run in %s, %s (linux/%s, %.0f MB, %s)", a.Name, a.What, arch, float64(len(b.Data))/1e6, b.From)
+	return []engine.Program{{Path: engine.ProgramPath(a.Name), Data: b.Data}}, nil
+}
+
+// engineArch is the Docker engine's architecture (amd64, arm64): what the
+// binaries put in its nodes must be built for.
+func engineArch(ctx context.Context, cli *client.Client) (string, error) {
+	ver, err := cli.ServerVersion(ctx)
+	if err != nil {
+		return "", fmt.Errorf("asking the Docker engine at %s for its architecture: %w", cli.DaemonHost(), err)
+	}
+	return ver.Arch, nil
 }
 
 // start readies the cluster for the run: the faults that must be in

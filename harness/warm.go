@@ -17,7 +17,7 @@ import (
 
 // Clusters keeps the Docker clusters of finished runs warm for the next
 // run of the same process that needs the same containers (backend, server
-// count, clients, node and client images, agent binary), so a matrix or a
+// count, clients, node and client images, agent binary and programs), so a matrix or a
 // --test-count pays for containers once, not per run.
 //
 // A kept cluster is never shared by two runs at once, and a run never
@@ -138,7 +138,7 @@ func warmKey(cfg *Config, st *runState, spec engine.Spec) string {
 	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) || cfg.ServerImage != "" {
 		return ""
 	}
-	return fmt.Sprintf("%s|%d servers|%d clients|%s|%s|%s", cfg.Backend, spec.Servers, spec.Clients, spec.Image, spec.ClientImage, spec.Binary)
+	return fmt.Sprintf("%s|%d servers|%d clients|%s|%s|%s|%s", cfg.Backend, spec.Servers, spec.Clients, spec.Image, spec.ClientImage, spec.Binary, engine.ProgramsSum(spec.Programs))
 }
 
 // upCluster brings spec's cluster up: a warm one made clean when the

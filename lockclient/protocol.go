@@ -78,7 +78,8 @@ type Init struct {
 	LeaseTTLMs int64    `json:"lease_ttl_ms"`
 	Keys       []string `json:"keys"`
 	// Builtin carries the built-in agent's own settings (its recipe);
-	// fencecheck sends it only to `check agent`. Other clients ignore it.
+	// fencecheck sends it only to its own agents (`check agent`, or a
+	// backend's own agent program). Other clients ignore it.
 	Builtin json.RawMessage `json:"builtin,omitempty"`
 }
 

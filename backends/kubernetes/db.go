@@ -1,18 +1,21 @@
 // Package kubernetes tests Kubernetes leader election: a real
 // kube-apiserver (compiled from the Go module proxy on first use), or
 // three of them (--apiservers 3), in front of a 3-member etcd cluster,
-// and clients that each run client-go's
-// own tools/leaderelection with a LeaseLock on a coordination.k8s.io/v1
-// Lease, the fencing token being the Lease's spec.leaseTransitions as the
-// winner read it back. It must never re-implement the election: acquire,
-// renew, expiry and release are client-go's code, and this package only
-// watches its callbacks and reads the Lease.
+// and clients that each run client-go's own tools/leaderelection with a
+// LeaseLock on a coordination.k8s.io/v1 Lease, the fencing token being the
+// Lease's spec.leaseTransitions as the winner read it back.
+//
+// This package is the check binary's side: the servers, the flags, the
+// notes. The clients are package election, linked only into their own
+// agent program, check-kubernetes (registry.Info.Agent), which the harness
+// runs in the client containers; clientconf is what the two sides share.
+// It must never import election or anything of k8s.io: client-go would be
+// two fifths of the check binary again.
 package kubernetes
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/etcd"
+	"github.com/fencecheck/fencecheck/backends/kubernetes/clientconf"
 	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/internal/usage"
@@ -265,28 +269,14 @@ func (d *DB) probe(path string, printBody bool) []string {
 }
 
 // Endpoints are the API servers' URLs, in node order: a built-in client
-// speaks to one of them (APIServerFor), a --client program is given all.
+// speaks to one of them (clientconf.APIServerFor), a --client program is
+// given all.
 func (d *DB) Endpoints() []string {
 	var out []string
 	for _, n := range d.apiservers {
 		out = append(out, fmt.Sprintf("https://%s:%d", n, APIServerPort))
 	}
 	return out
-}
-
-// APIServerFor is the API server client process speaks to: endpoint
-// process mod their count. client-go's rest.Config has one Host, so a
-// client cannot spread its calls or fail over; the processes spread
-// instead.
-func APIServerFor(endpoints []string, process int) (string, error) {
-	if len(endpoints) == 0 {
-		return "", errors.New("kubernetes: the client needs an API server's URL, and none was given")
-	}
-	i := process % len(endpoints)
-	if i < 0 {
-		i += len(endpoints)
-	}
-	return endpoints[i], nil
 }
 
 // Kill SIGKILLs node's server: the API server on an API server node, etcd
@@ -316,7 +306,7 @@ func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
 func (d *DB) Info() map[string]string {
-	election := TimingFor(d.LeaseTTL).String()
+	election := clientconf.TimingFor(d.LeaseTTL).String()
 	if d.Client != "" {
 		election = clientNote(d.Client)
 	}
@@ -349,14 +339,13 @@ func apiserversNote(n int, client string) string {
 	return fmt.Sprintf("%d kube-apiservers in front of the same etcd, so a Lease's resourceVersion-conditional updates stay linearizable whichever serves them; %s", n, who)
 }
 
-// ClientSecret is the token and certificate the clients need, as JSON
-// (clientSecret).
+// ClientSecret is the token and certificate the clients need, as the
+// agent program reads them (clientconf.Secret).
 func (d *DB) ClientSecret() string {
 	if d.sec == nil {
 		return ""
 	}
-	b, _ := json.Marshal(clientSecret{Token: d.sec.Token, CA: string(d.sec.CABundle())})
-	return string(b)
+	return clientconf.Secret{Token: d.sec.Token, CA: string(d.sec.CABundle())}.Encode()
 }
 
 // BearerAuth is the token and the certificates to trust (every API
@@ -367,12 +356,6 @@ func (d *DB) BearerAuth() (token, caPEM string) {
 		return "", ""
 	}
 	return d.sec.Token, string(d.sec.CABundle())
-}
-
-// clientSecret is ClientSpec.ServiceSecret's content.
-type clientSecret struct {
-	Token string `json:"token"`
-	CA    string `json:"ca"`
 }
 
 // VersionQuery says how AskVersion asks.

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"context"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -10,52 +9,8 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
-
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
-
-// The durations keep client-go's 15/10/2 proportions, and client-go
-// accepts them down to MinTTL (RenewDeadline > 1.2 × RetryPeriod).
-func TestTimingKeepsClientGoProportionsAndIsAccepted(t *testing.T) {
-	if got := TimingFor(15 * time.Second); got != (Timing{15 * time.Second, 10 * time.Second, 2 * time.Second}) {
-		t.Errorf("TimingFor(15s) = %+v, want client-go's defaults 15s/10s/2s", got)
-	}
-	for _, ttl := range []time.Duration{MinTTL, 2 * time.Second, 5 * time.Second, 10 * time.Minute} {
-		tm := TimingFor(ttl)
-		_, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "x"},
-				Client: fake.NewClientset().CoordinationV1(), LockConfig: resourcelock.ResourceLockConfig{Identity: "p"}},
-			LeaseDuration: tm.LeaseDuration, RenewDeadline: tm.RenewDeadline, RetryPeriod: tm.RetryPeriod,
-			Callbacks: leaderelection.LeaderCallbacks{OnStartedLeading: func(context.Context) {}, OnStoppedLeading: func() {}},
-		})
-		if err != nil {
-			t.Errorf("--lease-ttl %s: client-go refuses %+v: %v", ttl, tm, err)
-		}
-		if !strings.Contains(tm.String(), tm.RenewDeadline.String()) {
-			t.Errorf("the report's line does not give RenewDeadline: %s", tm)
-		}
-	}
-	if s := rateScale(TimingFor(15 * time.Second)); s != 1 {
-		t.Errorf("at client-go's defaults the rate limit is client-go's: scale %v", s)
-	}
-}
-
-func TestLeaseNameIsAValidObjectName(t *testing.T) {
-	for _, key := range []string{"k0", "K_1", "a/b", "x."} {
-		name := LeaseName(key)
-		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-			t.Errorf("LeaseName(%q) = %q: %v", key, name, errs)
-		}
-	}
-	if LeaseName("a/b") == LeaseName("a_b") {
-		t.Errorf("two keys share a Lease")
-	}
-}
 
 func TestParseVersionReadsGitVersion(t *testing.T) {
 	v, err := parseVersion("n4", `{"major": "1", "minor": "34", "gitVersion": "v1.34.4", "gitTreeState": "clean"}`)
@@ -173,25 +128,6 @@ func TestAPIServersFlag(t *testing.T) {
 				t.Errorf("--apiservers %q: %q does not say %q", v, err, want)
 			}
 		}
-	}
-}
-
-// Process p speaks to API server p mod their count, so consecutive
-// processes land on different servers and all of them are used.
-func TestClientProcessSpeaksToAPIServerProcessModCount(t *testing.T) {
-	eps := []string{"https://n4:6443", "https://n5:6443", "https://n6:6443"}
-	for p, want := range map[int]string{0: eps[0], 1: eps[1], 2: eps[2], 3: eps[0], 7: eps[1], 11: eps[2]} {
-		if got, err := APIServerFor(eps, p); err != nil || got != want {
-			t.Errorf("process %d: %q, %v; want %q", p, got, err, want)
-		}
-	}
-	for p := range 5 {
-		if got, err := APIServerFor(eps[:1], p); err != nil || got != eps[0] {
-			t.Errorf("one API server, process %d: %q, %v", p, got, err)
-		}
-	}
-	if _, err := APIServerFor(nil, 1); err == nil {
-		t.Error("a client with no API server was made")
 	}
 }
 

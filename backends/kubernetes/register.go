@@ -1,15 +1,27 @@
 package kubernetes
 
 import (
-	"context"
 	"fmt"
+	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/kubernetes/clientconf"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
+
+// Recipes is the backend's one recipe: client-go's leader election.
+var Recipes = []string{"leaderelection"}
+
+// MinTTL is the shortest --lease-ttl: below it RetryPeriod would be
+// shorter than a round trip to the API server under load, and client-go
+// would spend the lease retrying.
+const MinTTL = time.Second
+
+// AgentProgramName is the program the built-in clients run in
+// (cmd/check-kubernetes): the check binary does not link client-go.
+const AgentProgramName = "check-kubernetes"
 
 func init() {
 	registry.Register(registry.Info{
@@ -39,7 +51,7 @@ func init() {
 			if s.Client != "" {
 				notes = append(notes, clientNote(s.Client))
 			} else {
-				notes = append(notes, TimingFor(s.LeaseTTL).String())
+				notes = append(notes, clientconf.TimingFor(s.LeaseTTL).String())
 			}
 			if n, err := ParseAPIServers(s.Options[APIServersFlag]); err == nil {
 				if note := apiserversNote(n, s.Client); note != "" {
@@ -48,12 +60,9 @@ func init() {
 			}
 			return notes
 		},
-		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
-			endpoint, err := APIServerFor(spec.Endpoints, spec.Process)
-			if err != nil {
-				return nil, err
-			}
-			return NewClient(endpoint, spec.ServiceSecret, spec.Process, spec.LeaseTTL, storage)
-		},
+		// client-go is linked into the agent program alone, not into the
+		// check binary.
+		Agent: &registry.AgentProgram{Name: AgentProgramName, Package: "./cmd/" + AgentProgramName,
+			What: "the kubernetes agent, client-go's leader election"},
 	})
 }

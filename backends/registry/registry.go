@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -169,10 +170,43 @@ type Info struct {
 	// InProcess makes the whole system in this process, for --cluster
 	// inprocess.
 	InProcess func(s Setup) InProcess
-	// OpenClient makes one client in an agent. storage is the shared
-	// storage's client, or nil when the backend keeps the resource itself
-	// (spec.Storage is then one of its own storages).
-	OpenClient func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error)
+	// OpenClient makes one client in an agent (`check agent`). storage is
+	// the shared storage's client, or nil when the backend keeps the
+	// resource itself (spec.Storage is then one of its own storages). Nil
+	// when Agent is set.
+	OpenClient ClientOpener
+	// Agent, when set, says that the backend's built-in clients run in a
+	// program of their own, not in `check agent`: its client library is
+	// too large to link into the check binary (client-go was two fifths of
+	// its packages). The harness gets that program for the engine's
+	// architecture and runs it in the client containers instead.
+	Agent *AgentProgram
+}
+
+// AgentProgram is a backend's own agent program: a main package of this
+// module that serves the same agent protocol as `check agent`
+// (harness/agent.Serve, the spec from the init line's builtin field or
+// --spec) with the backend's client linked in, run as `<Name> agent`.
+type AgentProgram struct {
+	// Name is the program's file name: in the client containers (beside
+	// the check binary), in the user's cache and beside a check binary
+	// built by hand.
+	Name string
+	// Package is its main package, relative to the module's root
+	// ("./cmd/check-kubernetes"): what `go build` compiles.
+	Package string
+	// What says what it is, for the build step and errors ("the
+	// kubernetes agent, client-go's leader election").
+	What string
+}
+
+// BuildCommand is the command, run in the module's root, that builds the
+// program into dir ("" is bin, beside a check binary built as bin/check).
+func (a AgentProgram) BuildCommand(dir string) string {
+	if dir == "" {
+		dir = "bin"
+	}
+	return fmt.Sprintf("CGO_ENABLED=0 go build -o %s %s", filepath.Join(dir, a.Name), a.Package)
 }
 
 // InProcess is a backend's whole system under test in one process: the
@@ -202,6 +236,12 @@ func Register(b Info) {
 	}
 	if slices.Contains(b.Clusters, ClusterInProcess) != (b.InProcess != nil) {
 		panic(fmt.Sprintf("registry: backend %q: cluster inprocess and InProcess go together", b.Name))
+	}
+	if (b.OpenClient == nil) == (b.Agent == nil) {
+		panic(fmt.Sprintf("registry: backend %q: say either how `check agent` opens a client (OpenClient) or which program runs them (Agent)", b.Name))
+	}
+	if a := b.Agent; a != nil && (a.Name == "" || !strings.HasPrefix(a.Package, "./") || a.What == "") {
+		panic(fmt.Sprintf("registry: backend %q: its agent program needs a name, a ./package and a description", b.Name))
 	}
 	if b.OneEndpoint == (b.AllEndpoints != "") {
 		panic(fmt.Sprintf("registry: backend %q: say either OneEndpoint or why not (AllEndpoints)", b.Name))
@@ -345,13 +385,34 @@ func HTTPClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}}
 }
 
+// ClientOpener makes one client of a backend in an agent, given its
+// spec and its shared storage's client (nil when the backend keeps the
+// resource itself): Info.OpenClient, or the opener of a backend whose
+// clients run in a program of their own (Info.Agent).
+type ClientOpener func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error)
+
 // OpenClient opens the client a spec describes, in the process that will
-// run it: `check agent` in a client container.
+// run it: `check agent` in a client container. A backend whose built-in
+// clients run in another program (Info.Agent) is refused with that
+// program's name: its client library is not linked into this one.
 func OpenClient(ctx context.Context, spec backends.ClientSpec) (backends.Client, error) {
 	b, ok := Lookup(spec.Backend)
 	if !ok {
 		return nil, fmt.Errorf("no client for backend %q", spec.Backend)
 	}
+	if a := b.Agent; a != nil {
+		return nil, fmt.Errorf("backend %s's built-in clients run in the program %s (%s), not in this one: run `%s agent` (build it with %s)",
+			b.Name, a.Name, a.What, a.Name, a.BuildCommand(""))
+	}
+	return OpenClientWith(ctx, spec, b.OpenClient)
+}
+
+// OpenClientWith opens a client with open, the same way in every agent
+// program: the shared storage the spec names is opened first and handed
+// to open, and the client is then set up for the spec's lease check. A
+// backend's own agent program (Info.Agent) calls it with its opener, so
+// it opens storages and applies lease checks exactly as `check agent`.
+func OpenClientWith(ctx context.Context, spec backends.ClientSpec, open ClientOpener) (backends.Client, error) {
 	var storage fenced.Storage
 	if k, ok := storages[spec.Storage]; ok {
 		mode, err := fenced.ParseMode(spec.Fencing)
@@ -364,7 +425,7 @@ func OpenClient(ctx context.Context, spec backends.ClientSpec) (backends.Client,
 		}
 		storage = st
 	}
-	c, err := b.OpenClient(ctx, spec, storage)
+	c, err := open(ctx, spec, storage)
 	if err != nil {
 		return nil, err
 	}

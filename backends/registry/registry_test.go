@@ -18,8 +18,8 @@ func TestEveryBackendDescribesItself(t *testing.T) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
 	for _, b := range registry.All() {
-		if b.NewDB == nil || b.OpenClient == nil || b.MinTTL <= 0 {
-			t.Errorf("%s: NewDB, OpenClient and MinTTL are required", b.Name)
+		if b.NewDB == nil || (b.OpenClient == nil) == (b.Agent == nil) || b.MinTTL <= 0 {
+			t.Errorf("%s: NewDB, MinTTL and either OpenClient or an agent program are required", b.Name)
 		}
 		if b.RunsInProcess() != (b.InProcess != nil) {
 			t.Errorf("%s: clusters %v and InProcess disagree", b.Name, b.Clusters)

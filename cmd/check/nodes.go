@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,13 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/memory"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/harness/agent"
-	"github.com/fencecheck/fencecheck/lockclient"
 )
 
 // The commands below run inside the nodes; people rarely type them.
@@ -88,21 +84,7 @@ starts it through docker exec. Its recipe and settings come in the init line's
 		Example: `  docker exec -i fc-<test>-c1 check agent < ops.jsonl   # the harness does this`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			open := func(ctx context.Context, init lockclient.Init) (backends.Client, error) {
-				spec := backends.ClientSpec{Backend: init.Service.Backend, Endpoints: init.Service.Endpoints,
-					StorageURL: init.Storage.URL, Fencing: init.Storage.Fencing,
-					LeaseTTL: time.Duration(init.LeaseTTLMs) * time.Millisecond}
-				raw := []byte(specJSON)
-				if specJSON == "" {
-					raw = init.Builtin
-				}
-				if len(raw) > 0 {
-					if err := json.Unmarshal(raw, &spec); err != nil {
-						return nil, fmt.Errorf("the built-in agent's spec: %w", err)
-					}
-				}
-				return registry.OpenClient(ctx, spec)
-			}
+			open := agent.SpecOpener(specJSON, registry.OpenClient)
 			if err := agent.Serve(os.Stdin, os.Stdout, open); err != nil {
 				return &exitError{harness.ExitFailed, err}
 			}

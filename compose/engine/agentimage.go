@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
-	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +19,7 @@ import (
 )
 
 // The agent image: a node image with the check binary already at
-// BinaryPath. A cluster's nodes all run the same binary, so instead of
+// BinaryPath, and the programs of Spec.Programs beside it. A cluster's nodes all run the same binary, so instead of
 // copying its tens of MB into every container (the daemon unpacks and
 // writes each copy: 11 copies for a 5-node cluster, and four clusters
 // started side by side wrote about 4 GB), the binary is committed once as
@@ -54,11 +54,55 @@ func binarySum(binary []byte) string {
 	return hex.EncodeToString(s[:])
 }
 
-// agentImage returns the tag of base with the binary (binaryTar: a tar of
-// it, sum: its binarySum) at BinaryPath, making the image when the engine
-// does not hold it yet. testID labels the short-lived container the
-// commit is made from, so an interrupted setup's cleanup removes it.
-func agentImage(ctx context.Context, cli *client.Client, base, testID string, binaryTar []byte, sum string) (string, error) {
+// layerSum is what names an agent image's layer: the check binary's sum
+// alone when the layer holds nothing else (so the tag of such an image
+// is what it always was), else the sum of the binary's and every
+// program's path and sum, so that a change to any of them makes another
+// image.
+func layerSum(binSum string, programs []Program) string {
+	if len(programs) == 0 {
+		return binSum
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00", BinaryPath, binSum)
+	for _, p := range sortedPrograms(programs) {
+		fmt.Fprintf(h, "%s\x00%s\x00", p.Path, binarySum(p.Data))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// ProgramsSum names a set of programs in a short hash ("" for none), for
+// telling apart clusters whose nodes carry different ones.
+func ProgramsSum(programs []Program) string {
+	if len(programs) == 0 {
+		return ""
+	}
+	return layerSum("", programs)[:12]
+}
+
+func sortedPrograms(programs []Program) []Program {
+	out := slices.Clone(programs)
+	slices.SortFunc(out, func(a, b Program) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// layerTar is the agent image's one layer as a tar to unpack at /: the
+// check binary at BinaryPath and each program at its path, all
+// executable.
+func layerTar(binary []byte, programs []Program) ([]byte, error) {
+	files := []tarFile{{Name: strings.TrimPrefix(BinaryPath, "/"), Data: binary, Mode: 0o755}}
+	for _, p := range sortedPrograms(programs) {
+		files = append(files, tarFile{Name: strings.TrimPrefix(p.Path, "/"), Data: p.Data, Mode: 0o755})
+	}
+	return filesTar(files)
+}
+
+// agentImage returns the tag of base with the layer layerTar (the binary
+// at BinaryPath and the programs, unpacked at /; sum: its layerSum) on
+// top, making the image when the engine does not hold it yet. testID
+// labels the short-lived container the commit is made from, so an
+// interrupted setup's cleanup removes it.
+func agentImage(ctx context.Context, cli *client.Client, base, testID string, layerTar []byte, sum string) (string, error) {
 	info, err := cli.ImageInspect(ctx, base)
 	if err != nil {
 		return "", fmt.Errorf("inspecting %s: %w", base, DaemonError(cli.DaemonHost(), err))
@@ -82,7 +126,7 @@ func agentImage(ctx context.Context, cli *client.Client, base, testID string, bi
 	if ok, err := ImageExists(ctx, cli, tag); err != nil || ok {
 		return tag, err
 	}
-	if err := commitAgentImage(ctx, cli, base, testID, tag, binaryTar); err != nil {
+	if err := commitAgentImage(ctx, cli, base, testID, tag, layerTar); err != nil {
 		return "", err
 	}
 	pruneAgentImages(ctx, cli, tag)
@@ -90,8 +134,8 @@ func agentImage(ctx context.Context, cli *client.Client, base, testID string, bi
 }
 
 // commitAgentImage creates a container of base (never started), copies
-// the binary into it, commits it as tag and removes the container.
-func commitAgentImage(ctx context.Context, cli *client.Client, base, testID, tag string, binaryTar []byte) error {
+// the layer's files into it, commits it as tag and removes the container.
+func commitAgentImage(ctx context.Context, cli *client.Client, base, testID, tag string, layerTar []byte) error {
 	labels := Labels(testID)
 	labels[LabelAgentImage] = "1"
 	resp, err := cli.ContainerCreate(ctx, &container.Config{Image: base, Labels: labels}, nil, nil, nil, "")
@@ -99,11 +143,11 @@ func commitAgentImage(ctx context.Context, cli *client.Client, base, testID, tag
 		return fmt.Errorf("making the agent image %s: creating its container: %w", tag, DaemonError(cli.DaemonHost(), err))
 	}
 	defer removeContainer(context.WithoutCancel(ctx), cli, resp.ID)
-	if err := cli.CopyToContainer(ctx, resp.ID, path.Dir(BinaryPath), bytes.NewReader(binaryTar), container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("making the agent image %s: copying the binary: %w", tag, DaemonError(cli.DaemonHost(), err))
+	if err := cli.CopyToContainer(ctx, resp.ID, "/", bytes.NewReader(layerTar), container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("making the agent image %s: copying the binaries: %w", tag, DaemonError(cli.DaemonHost(), err))
 	}
 	if _, err := cli.ContainerCommit(ctx, resp.ID, container.CommitOptions{Reference: tag,
-		Comment: "fencecheck's node image with the check binary at " + BinaryPath}); err != nil {
+		Comment: "fencecheck's node image with the check binary at " + BinaryPath + " (and the backend's own agent program beside it, if any)"}); err != nil {
 		return fmt.Errorf("making the agent image %s: committing it: %w", tag, DaemonError(cli.DaemonHost(), err))
 	}
 	return nil
@@ -132,17 +176,18 @@ func pruneAgentImages(ctx context.Context, cli *client.Client, keep string) {
 }
 
 // withAgentImages is spec with its node image (and its client image, when
-// it has one) replaced by their agent images for spec.Binary.
+// it has one) replaced by their agent images for spec.Binary and
+// spec.Programs.
 func withAgentImages(ctx context.Context, cli *client.Client, spec Spec) (Spec, error) {
 	raw, err := os.ReadFile(spec.Binary)
 	if err != nil {
 		return spec, fmt.Errorf("test %s: reading the binary for %s: %w", spec.TestID, BinaryPath, err)
 	}
-	tarball, err := singleFileTar(path.Base(BinaryPath), raw, 0o755)
+	tarball, err := layerTar(raw, spec.Programs)
 	if err != nil {
 		return spec, err
 	}
-	sum := binarySum(raw)
+	sum := layerSum(binarySum(raw), spec.Programs)
 	raw = nil
 	if spec.Image, err = agentImage(ctx, cli, spec.Image, spec.TestID, tarball, sum); err != nil {
 		return spec, fmt.Errorf("test %s: %w", spec.TestID, err)

@@ -376,20 +376,34 @@ func (c *Cluster) Down(ctx context.Context) error {
 }
 
 func singleFileTar(name string, data []byte, mode int64) ([]byte, error) {
+	return filesTar([]tarFile{{Name: name, Data: data, Mode: mode}})
+}
+
+// tarFile is one regular file of a tar.
+type tarFile struct {
+	Name string // relative to where the tar is unpacked
+	Data []byte
+	Mode int64
+}
+
+// filesTar is a tar of regular files.
+func filesTar(files []tarFile) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{
-		Name:     name,
-		Mode:     mode,
-		Size:     int64(len(data)),
-		ModTime:  time.Now(),
-		Typeflag: tar.TypeReg,
-		Format:   tar.FormatPAX,
-	}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{
+			Name:     f.Name,
+			Mode:     f.Mode,
+			Size:     int64(len(f.Data)),
+			ModTime:  time.Now(),
+			Typeflag: tar.TypeReg,
+			Format:   tar.FormatPAX,
+		}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.Data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 
 	"github.com/docker/docker/api/types/container"
@@ -36,6 +37,10 @@ type Spec struct {
 	Storage bool   // a node named "storage"
 	Clients int    // c1..cM
 	Binary  string // host path of a static linux binary copied into every node as /usr/local/bin/check; may be ""
+	// Programs are more static binaries every node carries beside Binary
+	// (a backend's own agent program, ProgramPath), committed in the
+	// same layer of the agent image; they need Binary.
+	Programs []Program
 	// ClientImage, when set, is the image of c1..cM (a user's client
 	// image, derived from Image); "" runs them on Image.
 	ClientImage string
@@ -48,6 +53,18 @@ type Spec struct {
 
 // BinaryPath is where Spec.Binary lands inside every node.
 const BinaryPath = "/usr/local/bin/check"
+
+// Program is one more binary for the nodes (Spec.Programs): its bytes, and
+// where it lands in every node.
+type Program struct {
+	// Path is its absolute path in the node (ProgramPath(name)).
+	Path string
+	Data []byte
+}
+
+// ProgramPath is where a program named name lands in the nodes: beside
+// the check binary, on PATH.
+func ProgramPath(name string) string { return path.Join(path.Dir(BinaryPath), name) }
 
 // ContainerConfig is everything Up passes to ContainerCreate for one node.
 type ContainerConfig struct {
@@ -72,6 +89,21 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("test %s: negative node count (servers %d, clients %d)", s.TestID, s.Servers, s.Clients)
 	case s.Servers+s.Clients == 0 && !s.Storage:
 		return fmt.Errorf("test %s: no nodes", s.TestID)
+	case len(s.Programs) > 0 && s.Binary == "":
+		return fmt.Errorf("test %s: programs for the nodes go into the agent image with the check binary, and no binary was given", s.TestID)
+	}
+	seen := map[string]bool{BinaryPath: true}
+	for _, p := range s.Programs {
+		if !path.IsAbs(p.Path) || path.Clean(p.Path) != p.Path || p.Path == "/" {
+			return fmt.Errorf("test %s: program path %q is not an absolute file path", s.TestID, p.Path)
+		}
+		if seen[p.Path] {
+			return fmt.Errorf("test %s: two binaries for %s", s.TestID, p.Path)
+		}
+		seen[p.Path] = true
+		if len(p.Data) == 0 {
+			return fmt.Errorf("test %s: the program for %s is empty", s.TestID, p.Path)
+		}
 	}
 	return nil
 }

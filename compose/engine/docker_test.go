@@ -20,6 +20,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/api/types/volume"
 	"github.com/docker/docker/client"
@@ -366,4 +367,54 @@ func assertNothingLeft(t *testing.T, cli *client.Client, testID string) {
 	if _, err := cli.NetworkInspect(ctx, engine.NetworkName(testID), network.InspectOptions{}); err == nil {
 		t.Errorf("network %s still exists", engine.NetworkName(testID))
 	}
+}
+
+// A backend's own agent program rides in the agent image's one layer
+// beside the check binary: both run in a node, and the image is another
+// than the binary's alone.
+func TestDockerAgentImageCarriesPrograms(t *testing.T) {
+	cli := dockertest.Engine(t, engine.Connect)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	tag, err := images.EnsureCoreImage(ctx, cli, dockertest.LogWriter(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := dockertest.TestID()
+	// The agent image is this test's own (the program names the test id):
+	// removed once its container is.
+	agentImage := ""
+	t.Cleanup(func() {
+		if err := engine.DownAll(context.Background(), cli, id); err != nil {
+			t.Errorf("DownAll: %v", err)
+		}
+		if agentImage != "" {
+			if _, err := cli.ImageRemove(context.Background(), agentImage, image.RemoveOptions{}); err != nil {
+				t.Errorf("removing %s: %v", agentImage, err)
+			}
+		}
+	})
+	bin := filepath.Join(t.TempDir(), "check")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho check-ran \"$@\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	prog := engine.Program{Path: engine.ProgramPath("check-example"), Data: []byte("#!/bin/sh\necho " + id + "-agent-ran \"$@\"\n")}
+	c, err := engine.Up(ctx, cli, engine.Spec{TestID: id, Image: tag, Clients: 1, Binary: bin, Programs: []engine.Program{prog}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cmd, want := range map[string]string{"check x": "check-ran x", "check-example agent": id + "-agent-ran agent"} {
+		res, err := c.Exec(ctx, "c1", strings.Fields(cmd))
+		if err != nil || res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != want {
+			t.Errorf("%s in c1: %+v, %v; want %q", cmd, res, err, want)
+		}
+	}
+	info, err := cli.ContainerInspect(ctx, c.Nodes[0].ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(info.Config.Image, engine.AgentImageRepo+":") {
+		t.Fatalf("c1 runs %s, not an agent image", info.Config.Image)
+	}
+	agentImage = info.Config.Image
 }

@@ -6,7 +6,9 @@
 // images (fencecheck/etcd, fencecheck/redis, serverimages.go), and the
 // servers compiled from the Go module proxy and kept in the user's cache:
 // etcd from the wrapper modules etcd35, etcd36 and etcd37 (etcdbuilds.go)
-// and kube-apiserver from the module kubeapiserver (kubeapiserver.go). A
+// and kube-apiserver from the module kubeapiserver (kubeapiserver.go); and
+// a backend's own agent program (check-kubernetes), compiled from this
+// repository's source for one check binary (agentprogram.go). A
 // build shows one line per step and keeps the tools' output in a log file
 // (BuildOutput, steps.go) unless asked to stream it.
 //

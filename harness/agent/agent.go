@@ -5,14 +5,16 @@
 // and pausing the container freezes the client's work and its lease
 // keepalive together.
 //
-// Serve is the built-in agent (`check agent`): a backends.Client behind
-// lockclient.Serve. Remote is the harness's side, for the built-in agent and
-// for a user's client (`check --client DIR`) alike: it sends init, waits for
-// ready, and turns every answer back into the error a backends.Client
-// returns. Anything a client does outside the protocol — no ready, a
-// refusal, garbage, a line over 64 KiB, silence past the deadline, an exit —
-// is an unknown outcome for the op in flight, and the process is retired;
-// it never guesses that an op failed.
+// Serve is the built-in agent (`check agent`, and a backend's own agent
+// program such as check-kubernetes): a backends.Client behind
+// lockclient.Serve, opened from the spec ClientSpec reads from init.
+// Remote is the harness's side, for the built-in agent and for a user's
+// client (`check --client DIR`) alike: it sends init, waits for ready, and
+// turns every answer back into the error a backends.Client returns.
+// Anything a client does outside the protocol — no ready, a refusal,
+// garbage, a line over 64 KiB, silence past the deadline, an exit — is an
+// unknown outcome for the op in flight, and the process is retired; it
+// never guesses that an op failed.
 //
 // The agent reports its own readings of when each op was issued and
 // answered (CLOCK_MONOTONIC, which every container on the host shares): the

@@ -1,13 +1,22 @@
-package kubernetes
+// Package election is the kubernetes backend's built-in client: each
+// acquire runs client-go's own tools/leaderelection with a LeaseLock on a
+// coordination.k8s.io/v1 Lease, and the token is the Lease's
+// spec.leaseTransitions as the winner read it back. Only the agent program
+// check-kubernetes (cmd/check-kubernetes) imports it, so client-go is
+// linked into that program and not into the check binary.
+//
+// It must never re-implement the election: acquire, renew, expiry and
+// release are client-go's code, and this package only watches its
+// callbacks and reads the Lease. It must never be imported by the check
+// binary (cmd/check's TestCheckBinaryLinksNoKubernetesPackage).
+package election
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,76 +30,9 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
+	"github.com/fencecheck/fencecheck/backends/kubernetes/clientconf"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
-
-// Recipes is the backend's one recipe: client-go's leader election.
-var Recipes = []string{"leaderelection"}
-
-// Namespace holds the Leases, one per key (LeaseName).
-const Namespace = "default"
-
-// Timing is client-go's three leader-election durations.
-type Timing struct {
-	// LeaseDuration is how long a candidate waits, on its own monotonic
-	// clock, after last seeing the Lease change before it takes the
-	// Lease over.
-	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader keeps retrying a renewal
-	// before it gives up leading.
-	RenewDeadline time.Duration
-	// RetryPeriod is the wait between two tries (to acquire, to renew).
-	RetryPeriod time.Duration
-}
-
-// TimingFor derives the durations from --lease-ttl in client-go's
-// documented proportions, 15 s / 10 s / 2 s: LeaseDuration is the ttl,
-// RenewDeadline two thirds of it, RetryPeriod two fifteenths (rounded
-// down to the millisecond).
-func TimingFor(ttl time.Duration) Timing {
-	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
-	return Timing{LeaseDuration: ttl, RenewDeadline: ms(ttl * 10 / 15), RetryPeriod: ms(ttl * 2 / 15)}
-}
-
-func (t Timing) String() string {
-	return fmt.Sprintf("client-go tools/leaderelection, LeaseLock, ReleaseOnCancel; LeaseDuration %s, RenewDeadline %s, RetryPeriod %s (15/10/2 of --lease-ttl); client rate limit %.0f/s, burst %d",
-		t.LeaseDuration, t.RenewDeadline, t.RetryPeriod, defaultQPS*rateScale(t), int(defaultBurst*rateScale(t)))
-}
-
-// MinTTL is the shortest --lease-ttl: below it RetryPeriod would be
-// shorter than a round trip to the API server under load, and client-go
-// would spend the lease retrying.
-const MinTTL = time.Second
-
-// client-go's default client-side rate limit (rest.Config QPS and Burst
-// left zero), at its default RetryPeriod of 2 s.
-const (
-	defaultQPS         = 5
-	defaultBurst       = 10
-	defaultRetryPeriod = 2 * time.Second
-)
-
-// rateScale is how many times more often than at client-go's defaults
-// the timing retries (at least 1).
-func rateScale(t Timing) float64 {
-	return max(1, float64(defaultRetryPeriod)/float64(t.RetryPeriod))
-}
-
-// LeaseName is the Lease that key's election runs on: a DNS subdomain
-// name, which a key need not be.
-func LeaseName(key string) string {
-	var b strings.Builder
-	b.WriteString("fencecheck-")
-	for _, r := range strings.ToLower(key) {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
-			b.WriteRune(r)
-		default:
-			fmt.Fprintf(&b, "-%x-", r)
-		}
-	}
-	return strings.TrimRight(b.String(), "-.")
-}
 
 // held is one won election: the elector that runs it until cancelled,
 // and the token read back from the Lease.
@@ -118,12 +60,22 @@ type Client struct {
 	// cs is the coordination.k8s.io/v1 client alone: the whole clientset
 	// would double the agent binary that every container carries.
 	cs      coordinationv1.CoordinationV1Interface
-	timing  Timing
+	timing  clientconf.Timing
 	process int
 	run     string // random, so identities of two clients never collide
 	seq     atomic.Uint64
 	leases  backends.Leases[*held]
 	closing sync.Once
+}
+
+// Open is the backend's client opener (registry.ClientOpener): a client
+// of the API server the spec's process speaks to (clientconf.APIServerFor).
+func Open(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
+	endpoint, err := clientconf.APIServerFor(spec.Endpoints, spec.Process)
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(endpoint, spec.ServiceSecret, spec.Process, spec.LeaseTTL, storage)
 }
 
 // NewClient makes a client of the API server at endpoint, with the
@@ -132,11 +84,11 @@ func NewClient(endpoint, secret string, process int, ttl time.Duration, storage 
 	if storage == nil {
 		return nil, errors.New("kubernetes: the resource lives in the shared storage, and none was given")
 	}
-	var sec clientSecret
-	if err := json.Unmarshal([]byte(secret), &sec); err != nil || sec.Token == "" || sec.CA == "" {
-		return nil, errors.New("kubernetes: the client spec carries no API server token and certificate (service_secret)")
+	sec, err := clientconf.ParseSecret(secret)
+	if err != nil {
+		return nil, err
 	}
-	t := TimingFor(ttl)
+	t := clientconf.TimingFor(ttl)
 	cfg := &rest.Config{
 		Host:            endpoint,
 		BearerToken:     sec.Token,
@@ -145,12 +97,10 @@ func NewClient(endpoint, secret string, process int, ttl time.Duration, storage 
 		// calls end, as client-go's own contexts would end them.
 		Timeout:   t.RenewDeadline,
 		UserAgent: "fencecheck-leaderelection",
-		// client-go's default client-side rate (5 requests/s, bursts of
-		// 10) scaled as the durations are: a lease shorter than 15 s
-		// retries and renews more often, and the limiter must not be
-		// what makes a leader miss its renewals.
-		QPS:   float32(defaultQPS * rateScale(t)),
-		Burst: int(defaultBurst * rateScale(t)),
+		// client-go's default client-side rate scaled as the durations
+		// are (clientconf.Timing.QPS).
+		QPS:   float32(t.QPS()),
+		Burst: t.Burst(),
 	}
 	cs, err := coordinationv1.NewForConfig(cfg)
 	if err != nil {
@@ -178,11 +128,11 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		return 0, err
 	}
 	h := &held{identity: fmt.Sprintf("p%d-%s-%d", c.process, c.run, c.seq.Add(1)), done: make(chan struct{})}
-	name := LeaseName(key)
+	name := clientconf.LeaseName(key)
 	started := make(chan struct{})
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: Namespace, Name: name},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: clientconf.Namespace, Name: name},
 			Client:     c.cs,
 			LockConfig: resourcelock.ResourceLockConfig{Identity: h.identity},
 		},
@@ -219,7 +169,7 @@ func (c *Client) Acquire(ctx context.Context, key string) (uint64, error) {
 		}
 		return 0, lockclient.Failf("lock not granted before the deadline: %v", ctx.Err())
 	}
-	lease, err := c.cs.Leases(Namespace).Get(ctx, name, metav1.GetOptions{})
+	lease, err := c.cs.Leases(clientconf.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		cancel()
 		return 0, fmt.Errorf("led, but the Lease could not be read back for its token (given up): %w", err)
@@ -256,7 +206,7 @@ func (c *Client) Release(ctx context.Context, key string) error {
 	case <-ctx.Done():
 		return fmt.Errorf("release: client-go's elector had not stopped by the deadline: %w", ctx.Err())
 	}
-	lease, err := c.cs.Leases(Namespace).Get(ctx, LeaseName(key), metav1.GetOptions{})
+	lease, err := c.cs.Leases(clientconf.Namespace).Get(ctx, clientconf.LeaseName(key), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
