@@ -64,6 +64,7 @@ func LogTail(ctx context.Context, c *engine.Cluster, node, name string, lines in
 // WaitUntil runs probe (a command in node) until it exits 0 or timeout
 // passes; on timeout the error carries the server's log tail.
 func WaitUntil(ctx context.Context, c *engine.Cluster, node, name string, probe []string, timeout time.Duration) error {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last string
@@ -79,6 +80,11 @@ func WaitUntil(ctx context.Context, c *engine.Cluster, node, name string, probe 
 		}
 		select {
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				// Interrupted, not timed out: no claim about readiness,
+				// and no log tail to bury the interrupt under.
+				return fmt.Errorf("waiting for %s in %s to become ready: %w", name, node, parent.Err())
+			}
 			return fmt.Errorf("%s in %s did not become ready within %s (last probe: %s); log tail:\n%s",
 				name, node, timeout, last, LogTail(context.WithoutCancel(ctx), c, node, name, 20))
 		case <-time.After(200 * time.Millisecond):
