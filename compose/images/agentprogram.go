@@ -240,15 +240,9 @@ func (f *programFinder) compile(ctx context.Context, p AgentProgram, root, arch,
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}
-	detail := fmt.Sprintf("%.0f MB", float64(len(b))/1e6)
-	if cachePath != "" {
-		if err := writeAtomically(cachePath, b); err != nil {
-			// The next run compiles it again, nothing worse.
-			detail += fmt.Sprintf(", not kept (%v)", err)
-		} else {
-			detail += ", kept in " + filepath.Dir(cachePath)
-			pruneAgentPrograms(cachePath, p, arch)
-		}
+	detail, kept := keepCompiled(cachePath, b)
+	if kept {
+		pruneAgentPrograms(cachePath, p, arch)
 	}
 	step.Done(detail)
 	return b, nil

@@ -97,16 +97,7 @@ func cachedEtcd(ctx context.Context, version, goarch string, progress io.Writer)
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}
-	detail := fmt.Sprintf("%.0f MB", float64(len(b))/1e6)
-	if path != "" {
-		if err := writeAtomically(path, b); err != nil {
-			// A cache that cannot be written costs the next build a compile,
-			// nothing more.
-			detail += fmt.Sprintf(", not kept (%v)", err)
-		} else {
-			detail += ", kept in " + filepath.Dir(path)
-		}
-	}
+	detail, _ := keepCompiled(path, b)
 	step.Done(detail)
 	return b, nil
 }
@@ -184,4 +175,19 @@ func writeAtomically(path string, b []byte) error {
 		return err
 	}
 	return nil
+}
+
+// keepCompiled writes a compiled binary b to the cache at path (none when
+// path is "") and returns its build step's detail: its size, and where it
+// was kept or why not. A cache that cannot be written costs the next run
+// a compile, nothing more, so that is no error.
+func keepCompiled(path string, b []byte) (detail string, kept bool) {
+	detail = fmt.Sprintf("%.0f MB", float64(len(b))/1e6)
+	if path == "" {
+		return detail, false
+	}
+	if err := writeAtomically(path, b); err != nil {
+		return detail + fmt.Sprintf(", not kept (%v)", err), false
+	}
+	return detail + ", kept in " + filepath.Dir(path), true
 }
