@@ -154,16 +154,11 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 		missed = append(missed, fmt.Sprintf("no user cache directory (%v)", err))
 	} else {
 		cachePath = filepath.Join(dir, name)
-		b, err := readProgram(cachePath, arch)
-		switch {
-		case err == nil:
-			fmt.Fprintf(out, "compose: %s (linux/%s) from the cache, %s\n", p.Name, arch, cachePath)
-			return f.keep(name, b, "from the cache, "+cachePath), nil
-		case errors.Is(err, os.ErrNotExist):
-			missed = append(missed, "not in the cache ("+cachePath+")")
-		default:
-			missed = append(missed, fmt.Sprintf("the cache's copy is unusable (%v)", err))
+		pb, ok, why := f.tryPlace(out, p, name, arch, cachePath, place{from: "from the cache", absent: "not in the cache", unusable: "the cache's copy"})
+		if ok {
+			return pb, nil
 		}
+		missed = append(missed, why)
 	}
 
 	exeDir, err := f.exeDir()
@@ -171,16 +166,11 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 		missed = append(missed, fmt.Sprintf("the running check binary's directory is unknown (%v)", err))
 	} else {
 		beside := filepath.Join(exeDir, p.Name)
-		b, err := readProgram(beside, arch)
-		switch {
-		case err == nil:
-			fmt.Fprintf(out, "compose: %s (linux/%s) beside the check binary, %s\n", p.Name, arch, beside)
-			return f.keep(name, b, "beside the check binary, "+beside), nil
-		case errors.Is(err, os.ErrNotExist):
-			missed = append(missed, "not beside the check binary ("+beside+")")
-		default:
-			missed = append(missed, fmt.Sprintf("the copy beside the check binary is unusable (%v)", err))
+		pb, ok, why := f.tryPlace(out, p, name, arch, beside, place{from: "beside the check binary", absent: "not beside the check binary", unusable: "the copy beside the check binary"})
+		if ok {
+			return pb, nil
 		}
+		missed = append(missed, why)
 	}
 
 	root, err := moduleRoot(f.source, p.Package)
@@ -387,4 +377,23 @@ func hasGoFiles(dir string) bool {
 		}
 	}
 	return false
+}
+
+// place is how a lookup words one place it reads a program from: where
+// it came from, that it was not there, and the copy that was unusable.
+type place struct{ from, absent, unusable string }
+
+// tryPlace reads p's binary at path: the binary, kept in memory under name
+// and said on out, or false and why this place missed.
+func (f *programFinder) tryPlace(out io.Writer, p AgentProgram, name, arch, path string, pl place) (ProgramBinary, bool, string) {
+	b, err := readProgram(path, arch)
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "compose: %s (linux/%s) %s, %s\n", p.Name, arch, pl.from, path)
+		return f.keep(name, b, pl.from+", "+path), true, ""
+	case errors.Is(err, os.ErrNotExist):
+		return ProgramBinary{}, false, pl.absent + " (" + path + ")"
+	default:
+		return ProgramBinary{}, false, fmt.Sprintf("%s is unusable (%v)", pl.unusable, err)
+	}
 }
