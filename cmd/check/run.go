@@ -66,7 +66,7 @@ at the newest.` + faultHelp(),
 	rf.register(cmd.Flags())
 	cmd.SetFlagErrorFunc(flagError)
 	cmd.SetVersionTemplate("check {{.Version}}\n")
-	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd())
+	cmd.AddCommand(newAnalyzeCmd(), newImageCmd(), newClusterCmd(), newLockdCmd(), newStorageCmd(), newAgentCmd(), newProbeCmd(), newLoopCmd(), newDelayCmd(), newLossyfsCmd())
 	cmd.AddCommand(newReportCmd())
 	cmd.AddCommand(newServeCmd())
 	cmd.AddCommand(newCompareCmd())

@@ -1,0 +1,66 @@
+package lossyfs
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+)
+
+// The layer takes its commands on a unix socket in the node (Socket),
+// one line each, and answers one line of JSON: Answer. A command is run
+// by `check lossyfs drop` (or status) exec'd in the node, so the fault
+// knows it was done, or why not, before it goes on.
+
+// Socket is where a node's layer listens for commands.
+const Socket = "/run/fencecheck/lossyfs.sock"
+
+// Commands.
+const (
+	// CmdDrop forgets everything unsynced (lazyfs's clear-cache).
+	CmdDrop = "drop"
+	// CmdStatus lists the files with something unsynced.
+	CmdStatus = "status"
+)
+
+// Dropped is what a drop forgot.
+type Dropped struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
+}
+
+// Answer is the layer's answer to a command.
+type Answer struct {
+	OK       bool     `json:"ok"`
+	Error    string   `json:"error,omitempty"`
+	Dropped  *Dropped `json:"dropped,omitempty"`
+	Unsynced []string `json:"unsynced,omitempty"`
+}
+
+// Command sends cmd to the layer listening on socket and returns its
+// answer; an answer that is not OK is an error.
+func Command(socket, cmd string) (Answer, error) {
+	c, err := net.DialTimeout("unix", socket, 5*time.Second)
+	if err != nil {
+		return Answer{}, fmt.Errorf("no filesystem layer answers at %s: %w", socket, err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := fmt.Fprintln(c, cmd); err != nil {
+		return Answer{}, err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return Answer{}, fmt.Errorf("the filesystem layer did not answer %q: %w", cmd, err)
+	}
+	var a Answer
+	if err := json.Unmarshal([]byte(line), &a); err != nil {
+		return Answer{}, fmt.Errorf("the filesystem layer's answer %q: %w", strings.TrimSpace(line), err)
+	}
+	if !a.OK {
+		return a, fmt.Errorf("the filesystem layer refused %q: %s", cmd, a.Error)
+	}
+	return a, nil
+}
