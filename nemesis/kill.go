@@ -31,8 +31,9 @@ type Servers interface {
 	Start(ctx context.Context, c *engine.Cluster, node string) error
 }
 
-// Kill SIGKILLs the lock service's server on one node drawn at random and
-// starts it again, with the data on the container's disk, on Stop.
+// Kill SIGKILLs the lock service's server on one node drawn at random (or
+// on every target, All) and starts it again, with the data on the
+// container's disk, on Stop.
 type Kill struct {
 	// Label is the --nemesis word: kill, kill-leader.
 	Label   string
@@ -41,6 +42,14 @@ type Kill struct {
 	// Targets lists the nodes whose server may be killed now (the server
 	// nodes; the leader alone for kill-leader).
 	Targets func(ctx context.Context) ([]string, error)
+	// All: every target is killed at once (power-loss-all), not one
+	// drawn at random.
+	All bool
+	// AfterKill, when set, runs in each node once its server is killed,
+	// before the fault counts as applied; its node is started again on
+	// Stop whatever it returned (the power faults drop the node's unsynced
+	// data there).
+	AfterKill func(ctx context.Context, node string) error
 
 	mu     sync.Mutex
 	killed []string
@@ -49,21 +58,42 @@ type Kill struct {
 func (k *Kill) Name() string { return k.Label }
 
 func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	t, err := drawTarget(ctx, k.Targets, rng)
-	if t == "" {
-		return nil, err
+	var ts []string
+	if k.All {
+		all, err := k.Targets(ctx)
+		if len(all) == 0 {
+			return nil, err
+		}
+		ts = all
+	} else {
+		t, err := drawTarget(ctx, k.Targets, rng)
+		if t == "" {
+			return nil, err
+		}
+		ts = []string{t}
 	}
 	// The kill runs to its end even on an interrupt: Docker cannot stop an
 	// exec half-way, so a cancelled kill would leave us not knowing.
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := k.DB.Kill(kctx, k.Cluster, t); err != nil {
-		return nil, fmt.Errorf("%s: killing the server in %s: %w", k.Label, t, err)
+	err := eachNode(ts, func(n string) error {
+		if err := k.DB.Kill(kctx, k.Cluster, n); err != nil {
+			return fmt.Errorf("%s: killing the server in %s: %w", k.Label, n, err)
+		}
+		k.mu.Lock()
+		k.killed = appendOnce(k.killed, n)
+		k.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	k.mu.Lock()
-	k.killed = appendOnce(k.killed, t)
-	k.mu.Unlock()
-	return []string{t}, nil
+	if k.AfterKill != nil {
+		if err := eachNode(ts, func(n string) error { return k.AfterKill(kctx, n) }); err != nil {
+			return nil, fmt.Errorf("%s: %w", k.Label, err)
+		}
+	}
+	return ts, nil
 }
 
 // Stop starts every killed server again, retrying while its node refuses

@@ -2,7 +2,7 @@ package nemesis
 
 // The fault registry. Each fault describes itself here, from an init
 // function in its own file (pause.go, pauseall.go, partition.go, kill.go,
-// latency.go, clock.go): its --nemesis word, a line for --help, what it
+// latency.go, clock.go, power.go): its --nemesis word, a line for --help, what it
 // needs of the cluster, how long it lasts, its own flags, and how it is
 // built from an Env. The
 // harness asks the registry — to validate --nemesis before anything is
@@ -111,6 +111,11 @@ type Settings struct {
 	// servers ("" when they can): the backend describes it, nemesis only
 	// refuses.
 	NoClockFaults string
+	// DataDir is the directory in each server node where the backend's
+	// servers keep what they must not lose (registry.Info.DataDir), ""
+	// when they keep nothing on disk there: the power faults lay their
+	// filesystem layer over it.
+	DataDir string
 	// Docker: the run is on a Docker cluster (else in process).
 	Docker bool
 	// Servers is the number of lock-service server nodes (0 in process).

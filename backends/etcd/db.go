@@ -139,6 +139,9 @@ func (d *DB) Endpoints() []string {
 	return out
 }
 
+// DataDir is where etcd keeps its data in a node.
+const DataDir = backends.DataRoot + "/etcd"
+
 // ImageDataDir is where etcd keeps its data when it runs from the user's
 // image: under the official image's working directory, /var/lib/etcd.
 const ImageDataDir = "/var/lib/etcd/fencecheck"
@@ -176,7 +179,7 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 		return c.StartImageServer(ctx, node, engine.ImageServer{Env: env})
 	}
 	cmd := []string{d.binary()}
-	for _, kv := range d.config(node, "/var/lib/fencecheck/etcd") {
+	for _, kv := range d.config(node, DataDir) {
 		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
 	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{})

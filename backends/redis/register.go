@@ -20,6 +20,7 @@ const PersistenceFlag = "redis-persistence"
 func init() {
 	registry.Register(registry.Info{
 		NoExpiredGrants: "the lease begins with the grant (SET … PX): there is no earlier lease that could have expired; a holder whose key expires later is what the fence and the checker see",
+		DataDir:         DataDir,
 		Name:            "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		ServerImage: "the official redis image's layout (redis:7.2 and its kin): its entrypoint runs the command redis-server with fencecheck's arguments, " +
 			"data in " + ImageDataDir + ", port 6379",

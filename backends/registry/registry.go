@@ -125,6 +125,15 @@ type Info struct {
 	// servers (a static binary libfaketime cannot be preloaded into,
 	// leases timed on the monotonic clock); "" when they can.
 	NoClockFaults string
+	// DataDir is the directory in each server node (the node image's
+	// servers, not --server-image's) where the lock service keeps what it
+	// must not lose: the power faults mount their filesystem layer
+	// (nemesis/lossyfs) over it before the servers first start, so what
+	// the servers never fsynced there is lost in a power cut. It must be
+	// the servers' only durable state, and not exist before Setup (the
+	// layer makes it). "" when the servers keep nothing on disk: the power
+	// faults are refused.
+	DataDir string
 	// ExpiredGrant, when set, tells from an acquire's completion (ok, or a
 	// failure the built-in client made of it) whether the lock service
 	// granted the lock on a lease or session that had already expired —

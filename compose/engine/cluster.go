@@ -425,6 +425,9 @@ func Attach(ctx context.Context, cli *client.Client, testID string) (*Cluster, e
 	c := &Cluster{TestID: testID, Network: NetworkName(testID), cli: cli}
 	servers := map[string]string{} // node → its image-run server
 	for _, s := range cs {
+		if s.Labels[LabelFSLayer] == "1" {
+			continue // a node's filesystem layer (fslayer.go), no node
+		}
 		if s.Labels[LabelImageServer] == "1" {
 			servers[s.Labels[LabelNode]] = s.ID
 			c.serverImage = s.Image

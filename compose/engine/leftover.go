@@ -101,11 +101,10 @@ func removeObjects(ctx context.Context, cli *client.Client, testID string, conta
 	if err != nil {
 		return DaemonError(cli.DaemonHost(), err)
 	}
-	// Image-run servers first: each lives in another container's network
-	// namespace.
-	sort.SliceStable(cs, func(i, j int) bool {
-		return cs[i].Labels[LabelImageServer] == "1" && cs[j].Labels[LabelImageServer] != "1"
-	})
+	// Image-run servers and filesystem layers first: each lives in
+	// another container's namespace.
+	attached := func(l map[string]string) bool { return l[LabelImageServer] == "1" || l[LabelFSLayer] == "1" }
+	sort.SliceStable(cs, func(i, j int) bool { return attached(cs[i].Labels) && !attached(cs[j].Labels) })
 	seen := map[string]bool{}
 	var errs []error
 	for _, c := range cs {
