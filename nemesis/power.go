@@ -35,13 +35,19 @@ import (
 func init() {
 	Register(Kind{Name: "power-loss", Summary: "cut a random server node's power: SIGKILL its lock server, lose what its data directory never fsynced, start it again on heal",
 		Needs: Needs{Docker: true, Servers: 1}, Check: checkPower, Prepare: preparePower,
-		Build: func(_ context.Context, env *Env) (Fault, error) { return newPowerLoss("power-loss", env, env.AllServers, false), nil }})
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return newPowerLoss("power-loss", env, env.AllServers, false), nil
+		}})
 	Register(Kind{Name: "power-loss-leader", Summary: "cut the leading server node's power: SIGKILL its lock server, lose what it never fsynced, start it again on heal",
 		Needs: Needs{Docker: true, Servers: 1, Leader: true}, Check: checkPower, Prepare: preparePower,
-		Build: func(_ context.Context, env *Env) (Fault, error) { return newPowerLoss("power-loss-leader", env, env.Leader, false), nil }})
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return newPowerLoss("power-loss-leader", env, env.Leader, false), nil
+		}})
 	Register(Kind{Name: "power-loss-all", Summary: "cut every server node's power at once (a data centre's outage): SIGKILL every lock server, lose what each never fsynced, start them again on heal",
 		Needs: Needs{Docker: true, Servers: 1}, Check: checkPower, Prepare: preparePower,
-		Build: func(_ context.Context, env *Env) (Fault, error) { return newPowerLoss("power-loss-all", env, env.AllServers, true), nil }})
+		Build: func(_ context.Context, env *Env) (Fault, error) {
+			return newPowerLoss("power-loss-all", env, env.AllServers, true), nil
+		}})
 }
 
 // checkPower refuses a backend whose servers keep nothing on a disk in
