@@ -22,8 +22,9 @@ import (
 //
 //   - from the node image, in the node's PID namespace (PidMode
 //     container:<node>), so /proc/1 is the node's init;
-//   - privileged (CAP_SYS_ADMIN and /dev/fuse, to mount(2) FUSE itself,
-//     and to enter another mount namespace);
+//   - with CAP_SYS_ADMIN and /dev/fuse (to mount(2) FUSE itself and to
+//     enter another mount namespace), no more: engines that run inside a
+//     sandbox refuse --privileged ("unable to apply caps");
 //   - its command enters the node's mount namespace (nsenter --target 1
 //     --mount) before it execs the layer, so the mount is made where the
 //     node's servers see it, while the daemon's cgroup stays the layer
@@ -57,8 +58,10 @@ func FSLayerConfig(testID, node, nodeContainerID, image string, cmd []string) (*
 		}, &container.HostConfig{
 			PidMode:     container.PidMode("container:" + nodeContainerID),
 			NetworkMode: "none",
-			Privileged:  true,
-			Init:        &init,
+			CapAdd:      []string{"SYS_ADMIN"},
+			Resources: container.Resources{Devices: []container.DeviceMapping{
+				{PathOnHost: "/dev/fuse", PathInContainer: "/dev/fuse", CgroupPermissions: "rwm"}}},
+			Init: &init,
 		}
 }
 

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Ready is the line Serve writes once the layer is mounted and takes
@@ -25,6 +27,9 @@ func Serve(dir, disk, socket string, log io.Writer) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
+	}
+	if err := fuseDevice(); err != nil {
+		return err
 	}
 	srv, l, err := Mount(dir, disk)
 	if err != nil {
@@ -80,4 +85,18 @@ func (l *Layer) listen(ln net.Listener) {
 			c.Write(append(b, '\n'))
 		}()
 	}
+}
+
+// fuseDevice makes /dev/fuse where this process's mount namespace has
+// none: the layer runs in a node's mount namespace (whose /dev has no
+// fuse device) from a container of its own that may use the device. The
+// node's own processes see the file but their cgroup may not open it.
+func fuseDevice() error {
+	if _, err := os.Stat("/dev/fuse"); err == nil {
+		return nil
+	}
+	if err := unix.Mknod("/dev/fuse", unix.S_IFCHR|0o600, int(unix.Mkdev(10, 229))); err != nil {
+		return fmt.Errorf("making /dev/fuse: %w", err)
+	}
+	return nil
 }
