@@ -22,8 +22,8 @@ import (
 //
 //   - from the node image, in the node's PID namespace (PidMode
 //     container:<node>), so /proc/1 is the node's init;
-//   - with CAP_SYS_ADMIN and /dev/fuse (to mount(2) FUSE itself and to
-//     enter another mount namespace), no more: engines that run inside a
+//   - with CAP_SYS_ADMIN, CAP_SYS_PTRACE and /dev/fuse (to mount(2) FUSE
+//     itself and to enter the node's mount namespace), no more: engines that run inside a
 //     sandbox refuse --privileged ("unable to apply caps");
 //   - its command enters the node's mount namespace (nsenter --target 1
 //     --mount) before it execs the layer, so the mount is made where the
@@ -58,7 +58,10 @@ func FSLayerConfig(testID, node, nodeContainerID, image string, cmd []string) (*
 		}, &container.HostConfig{
 			PidMode:     container.PidMode("container:" + nodeContainerID),
 			NetworkMode: "none",
-			CapAdd:      []string{"SYS_ADMIN"},
+			// SYS_PTRACE: opening /proc/1/ns/mnt is a ptrace access,
+			// refused while the node's init holds a capability this
+			// container lacks (NET_ADMIN).
+			CapAdd: []string{"SYS_ADMIN", "SYS_PTRACE"},
 			Resources: container.Resources{Devices: []container.DeviceMapping{
 				{PathOnHost: "/dev/fuse", PathInContainer: "/dev/fuse", CgroupPermissions: "rwm"}}},
 			Init: &init,
