@@ -63,10 +63,12 @@ func TTLSeconds(ttl time.Duration) (secs int, clamped bool) {
 type DB struct {
 	Version string // a key of Versions
 	TestID  string
-	arch    string // the engine's, for an on-demand build (Prepare)
-	image   string // the user's server image (--server-image), "" for the node image's etcd
-	nodes   []string
-	ips     map[string]string
+	// UnsafeNoFsync runs the servers with --unsafe-no-fsync.
+	UnsafeNoFsync bool
+	arch          string // the engine's, for an on-demand build (Prepare)
+	image         string // the user's server image (--server-image), "" for the node image's etcd
+	nodes         []string
+	ips           map[string]string
 }
 
 func (d *DB) binary() string { return Versions[d.Version] }
@@ -153,7 +155,7 @@ func (d *DB) config(node, dataDir string) [][2]string {
 	for _, n := range d.nodes {
 		peers = append(peers, fmt.Sprintf("%s=http://%s:%d", n, n, PeerPort))
 	}
-	return [][2]string{
+	cfg := [][2]string{
 		{"name", node},
 		{"data-dir", dataDir},
 		{"listen-client-urls", fmt.Sprintf("http://0.0.0.0:%d", ClientPort)},
@@ -164,6 +166,10 @@ func (d *DB) config(node, dataDir string) [][2]string {
 		{"initial-cluster-state", "new"},
 		{"initial-cluster-token", "fencecheck-" + d.TestID},
 	}
+	if d.UnsafeNoFsync {
+		cfg = append(cfg, [2]string{"unsafe-no-fsync", "true"})
+	}
+	return cfg
 }
 
 // Start runs node's server: the node image's etcd as a daemon in the

@@ -13,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 func init() {
@@ -35,8 +36,13 @@ func init() {
 		ClientStorages: map[string]*registry.ClientStorage{"etcd": clientStorage},
 		// 3.5 to 3.7 are compiled on the host; only 3.4 is Debian's.
 		CoreImage: func(s registry.Setup) bool { return s.ServerVersion != "3.4" },
+		Flags:     []usage.Flag{UnsafeNoFsyncFlag},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
-			return &DB{Version: s.ServerVersion, TestID: s.TestID}, s.Nodes, nil
+			noFsync := s.Options[UnsafeNoFsyncFlag.Name] == "true"
+			if noFsync && s.ServerVersion == "3.4" {
+				return nil, 0, usage.Errorf(UnsafeNoFsyncFlag.Name, "etcd 3.4 has no --unsafe-no-fsync (it came with 3.5): drop --server-version 3.4 or the flag")
+			}
+			return &DB{Version: s.ServerVersion, TestID: s.TestID, UnsafeNoFsync: noFsync}, s.Nodes, nil
 		},
 		Notes: func(s registry.Setup) []string {
 			if secs, clamped := TTLSeconds(s.LeaseTTL); clamped {
@@ -76,3 +82,16 @@ func expiredGrant(recipe string, e history.Event) bool {
 	}
 	return false
 }
+
+// UnsafeNoFsyncFlag is etcd's own --unsafe-no-fsync: the servers write
+// their WAL and database without fsync. etcd's default, and ours, is
+// false.
+var UnsafeNoFsyncFlag = usage.Flag{Name: "etcd-unsafe-no-fsync",
+	Usage: "etcd's --unsafe-no-fsync: true runs the servers without fsync (what a power fault then takes); false, etcd's default",
+	Check: func(v string) error {
+		switch v {
+		case "", "true", "false":
+			return nil
+		}
+		return fmt.Errorf("%q is not true or false", v)
+	}}

@@ -46,7 +46,10 @@ const SecretFile = "/etc/fencecheck/postgres-lock.secret"
 type DB struct {
 	Recipe   string
 	LeaseTTL time.Duration
-	srv      *server
+	// SynchronousCommit and Fsync are the lock server's settings of
+	// those names; "" leaves PostgreSQL's default (on).
+	SynchronousCommit, Fsync string
+	srv                      *server
 }
 
 func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
@@ -58,6 +61,12 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 		return err
 	}
 	d.srv = &server{node: nodes[0], secret: secret, timeouts: LockTimeouts(d.LeaseTTL), schema: LockSchema}
+	if d.SynchronousCommit != "" {
+		d.srv.conf += fmt.Sprintf("synchronous_commit = %s\n", d.SynchronousCommit)
+	}
+	if d.Fsync != "" {
+		d.srv.conf += fmt.Sprintf("fsync = %s\n", d.Fsync)
+	}
 	if err := d.srv.setup(ctx, c); err != nil {
 		return err
 	}

@@ -3,11 +3,14 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 func init() {
@@ -21,8 +24,10 @@ func init() {
 		// lock file would outlast the server a warm cluster's next run
 		// replaces.
 		RunDirs: []string{SocketDir},
+		Flags:   []usage.Flag{SynchronousCommitFlag, FsyncFlag},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
-			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL}, 1, nil
+			return &DB{Recipe: s.Recipe, LeaseTTL: s.LeaseTTL,
+				SynchronousCommit: s.Options[SynchronousCommitFlag.Name], Fsync: s.Options[FsyncFlag.Name]}, 1, nil
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return OpenClient(spec, storage)
@@ -43,4 +48,24 @@ func init() {
 		},
 		Client: clientStorage,
 	})
+}
+
+// The lock server's durability settings, as PostgreSQL names them; each
+// default is PostgreSQL's own (on). The storage server is not affected.
+var (
+	SynchronousCommitFlag = usage.Flag{Name: "postgres-synchronous-commit",
+		Usage: "the lock server's synchronous_commit: off acknowledges a commit before its WAL is flushed (on, PostgreSQL's default; local, remote_write, remote_apply)",
+		Check: oneOf("synchronous_commit", "on", "off", "local", "remote_write", "remote_apply")}
+	FsyncFlag = usage.Flag{Name: "postgres-fsync",
+		Usage: "the lock server's fsync: off never flushes WAL or data to disk (on, PostgreSQL's default)",
+		Check: oneOf("fsync", "on", "off")}
+)
+
+func oneOf(setting string, accepted ...string) func(string) error {
+	return func(v string) error {
+		if v == "" || slices.Contains(accepted, v) {
+			return nil
+		}
+		return fmt.Errorf("%q is no value of PostgreSQL's %s (accepted: %v)", v, setting, accepted)
+	}
 }

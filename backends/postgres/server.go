@@ -150,6 +150,7 @@ type server struct {
 	node     string
 	secret   string
 	timeouts Timeouts
+	conf     string // more postgresql.conf lines (durability settings)
 	schema   string // SQL run once the server answers
 	version  string
 }
@@ -227,7 +228,7 @@ func (s *server) setup(ctx context.Context, c *engine.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
-	if err := run(ctx, c, s.node, User, s.timeouts.Conf(), fmt.Sprintf("cat >> %s/postgresql.conf", DataDir)); err != nil {
+	if err := run(ctx, c, s.node, User, s.timeouts.Conf()+s.conf, fmt.Sprintf("cat >> %s/postgresql.conf", DataDir)); err != nil {
 		return err
 	}
 	if err := run(ctx, c, s.node, User, HBA(subnet), fmt.Sprintf("cat > %s/pg_hba.conf", DataDir)); err != nil {

@@ -128,6 +128,8 @@ func (t Timing) Config(nodes []string) string {
 // DB runs a ZooKeeper ensemble on the server nodes.
 type DB struct {
 	TTL time.Duration
+	// NoForceSync writes forceSync=no into zoo.cfg.
+	NoForceSync bool
 
 	timing Timing
 	nodes  []string
@@ -146,7 +148,11 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 		return err
 	}
 	d.ips = ips
-	cfg := []byte(d.timing.Config(nodes))
+	conf := d.timing.Config(nodes)
+	if d.NoForceSync {
+		conf += "forceSync=no\n"
+	}
+	cfg := []byte(conf)
 	errs := make(chan error, len(nodes))
 	for i, n := range nodes {
 		go func() {

@@ -2,10 +2,12 @@ package zookeeper
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 func init() {
@@ -15,11 +17,25 @@ func init() {
 		Name:            "zookeeper", Server: "ZooKeeper", VersionQuery: VersionQuery, Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's zookeeper package (3.8)"}, Nodes: []int{3, 5},
 		OneEndpoint: true, // every server of the ensemble serves sessions and forwards writes to the leader
+		Flags:       []usage.Flag{ForceSyncFlag},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
-			return &DB{TTL: s.LeaseTTL}, s.Nodes, nil
+			return &DB{TTL: s.LeaseTTL, NoForceSync: s.Options[ForceSyncFlag.Name] == "no"}, s.Nodes, nil
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewClient(spec.Endpoints, spec.LeaseTTL, storage)
 		},
 	})
 }
+
+// ForceSyncFlag is ZooKeeper's forceSync: with no, a server acknowledges
+// a transaction once its log is written, before it is fsynced.
+// ZooKeeper's default, and ours, is yes.
+var ForceSyncFlag = usage.Flag{Name: "zookeeper-force-sync",
+	Usage: "ZooKeeper's forceSync: no acknowledges transactions before their log is fsynced; yes, ZooKeeper's default",
+	Check: func(v string) error {
+		switch v {
+		case "", "yes", "no":
+			return nil
+		}
+		return fmt.Errorf("%q is not yes or no (ZooKeeper's forceSync)", v)
+	}}
