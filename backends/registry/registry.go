@@ -129,10 +129,11 @@ type Info struct {
 	// servers, not --server-image's) where the lock service keeps what it
 	// must not lose: the power faults mount their filesystem layer
 	// (nemesis/lossyfs) over it before the servers first start, so what
-	// the servers never fsynced there is lost in a power cut. It must be
-	// the servers' only durable state, and not exist before Setup (the
-	// layer makes it). "" when the servers keep nothing on disk: the power
-	// faults are refused.
+	// the servers never fsynced there is lost in a power cut. It must hold
+	// the servers' durable state; the layer makes it, and whatever Setup
+	// puts in it must go through an exec in the node (Docker's copy API
+	// writes beneath a filesystem mounted in the container). "" when the
+	// servers keep nothing on disk: the power faults are refused.
 	DataDir string
 	// ExpiredGrant, when set, tells from an acquire's completion (ok, or a
 	// failure the built-in client made of it) whether the lock service

@@ -164,7 +164,13 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 				err = c.CopyTo(ctx, n, ConfDir+"/zoo.cfg", cfg, 0o644)
 			}
 			if err == nil {
-				err = c.CopyTo(ctx, n, DataDir+"/myid", []byte(fmt.Sprintf("%d\n", i+1)), 0o644)
+				// Through an exec, not Docker's copy: the copy writes
+				// beneath a filesystem mounted in the node (the power
+				// faults' layer over DataDir).
+				res, err = c.Exec(ctx, n, []string{"sh", "-c", fmt.Sprintf("echo %d > %s/myid", i+1, DataDir)})
+				if err == nil && res.ExitCode != 0 {
+					err = fmt.Errorf("writing myid in %s: %s", n, res.Stderr)
+				}
 			}
 			if err == nil {
 				err = d.Start(ctx, c, n)
