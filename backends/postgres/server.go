@@ -228,10 +228,10 @@ func (s *server) setup(ctx context.Context, c *engine.Cluster) error {
 	if err != nil {
 		return fmt.Errorf("initdb: %w", err)
 	}
-	if err := run(ctx, c, s.node, User, s.timeouts.Conf()+s.conf, fmt.Sprintf("cat >> %s/postgresql.conf", DataDir)); err != nil {
+	if err := run(ctx, c, s.node, User, s.timeouts.Conf()+s.conf, fmt.Sprintf("cat >> %[1]s/postgresql.conf && sync %[1]s/postgresql.conf", DataDir)); err != nil {
 		return err
 	}
-	if err := run(ctx, c, s.node, User, HBA(subnet), fmt.Sprintf("cat > %s/pg_hba.conf", DataDir)); err != nil {
+	if err := run(ctx, c, s.node, User, HBA(subnet), fmt.Sprintf("cat > %[1]s/pg_hba.conf && sync %[1]s/pg_hba.conf", DataDir)); err != nil {
 		return err
 	}
 	if err := s.start(ctx, c); err != nil {

@@ -132,7 +132,9 @@ type Info struct {
 	// the servers never fsynced there is lost in a power cut. It must hold
 	// the servers' durable state; the layer makes it, and whatever Setup
 	// puts in it must go through an exec in the node (Docker's copy API
-	// writes beneath a filesystem mounted in the container). "" when the
+	// writes beneath a filesystem mounted in the container) and be synced
+	// (`sync FILE`): the layer never writes back on its own, and a
+	// provisioned server's files are long on disk before a power cut. "" when the
 	// servers keep nothing on disk: the power faults are refused.
 	DataDir string
 	// ExpiredGrant, when set, tells from an acquire's completion (ok, or a

@@ -166,8 +166,10 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 			if err == nil {
 				// Through an exec, not Docker's copy: the copy writes
 				// beneath a filesystem mounted in the node (the power
-				// faults' layer over DataDir).
-				res, err = c.Exec(ctx, n, []string{"sh", "-c", fmt.Sprintf("echo %d > %s/myid", i+1, DataDir)})
+				// faults' layer over DataDir); and synced, as a
+				// provisioned server's files are long before any power
+				// cut (the layer never writes back on its own).
+				res, err = c.Exec(ctx, n, []string{"sh", "-c", fmt.Sprintf("echo %d > %[2]s/myid && sync %[2]s/myid", i+1, DataDir)})
 				if err == nil && res.ExitCode != 0 {
 					err = fmt.Errorf("writing myid in %s: %s", n, res.Stderr)
 				}
