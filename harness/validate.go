@@ -369,7 +369,7 @@ func (c *Config) checkServerImage(b registry.Info) error {
 	}
 	for _, f := range c.Nemesis {
 		if nemesis.Prepares([]string{f}) {
-			return usage.Errorf("nemesis", "%s cannot reach a server run from an image: the fault changes how the server's process starts, which the image's own entrypoint decides; drop --server-image or the fault", f)
+			return usage.Errorf("nemesis", "%s cannot reach a server run from an image: the fault prepares the server nodes before their servers start (how the server's process starts, or the filesystem under its data directory), and a server in its image's own container passes through neither; drop --server-image or the fault", f)
 		}
 	}
 	return nil
