@@ -31,6 +31,10 @@ func TestBadCombinationsCreateNothing(t *testing.T) {
 		"nodes 4 on zookeeper":    {[]string{"--backend", "zookeeper", "--nodes", "4"}, "nodes", "accepted: 3, 5"},
 		"pause-duration 0":        {[]string{"--nemesis", "pause", "--pause-duration", "0"}, "pause-duration", "must be positive"},
 		"pause-duration no fault": {[]string{"--nemesis", "none", "--pause-duration", "3s"}, "pause-duration", "--nemesis none"},
+		"power on memory":         {[]string{"--backend", "memory", "--cluster", "docker", "--nemesis", "power-loss"}, "nemesis", "keep nothing on a disk"},
+		"power from an image":     {[]string{"--backend", "redis", "--server-image", "redis:7.2", "--nemesis", "power-loss-all"}, "nemesis", "the filesystem under its data directory"},
+		"no-fsync on etcd 3.4":    {[]string{"--backend", "etcd", "--server-version", "3.4", "--etcd-unsafe-no-fsync", "true"}, "etcd-unsafe-no-fsync", "came with 3.5"},
+		"force-sync maybe":        {[]string{"--backend", "zookeeper", "--zookeeper-force-sync", "maybe"}, "zookeeper-force-sync", "yes or no"},
 	}
 	for name, c := range cases {
 		base := t.TempDir()
