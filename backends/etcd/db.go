@@ -186,6 +186,11 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	}
 	cmd := []string{d.binary()}
 	for _, kv := range d.config(node, DataDir) {
+		if kv[1] == "true" {
+			// A boolean flag takes no separate value.
+			cmd = append(cmd, "--"+kv[0])
+			continue
+		}
 		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
 	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{})
