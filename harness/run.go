@@ -417,7 +417,7 @@ func (r *run) report() {
 	r.phase("report")
 	rep := &reports.Run{
 		Dir: string(r.dir), Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
-		Params: r.t.params(sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
+		Params: r.t.params(sysInfo(r.sys, r.testID)), Command: r.t.outputs.Command, CommandArgv: r.t.outputs.CommandArgv,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(r.t, r.events),
 		EndedBy: r.endedBy,
@@ -426,7 +426,7 @@ func (r *run) report() {
 		rep.Error = r.err.Error()
 	}
 	out.Report = rep
-	out.Unwritten = reports.WriteOutputs(rep, cfg.JUnit, os.Getenv(reports.StepSummaryEnv))
+	out.Unwritten = reports.WriteOutputs(rep, r.t.outputs.JUnit, os.Getenv(reports.StepSummaryEnv))
 	for _, u := range out.Unwritten {
 		r.logf("also: %s", u)
 	}

@@ -45,6 +45,8 @@ type Test struct {
 	faults nemesis.Settings
 	// servers is how many lock servers the backend runs (Servers).
 	servers int
+	// outputs are where the run reports beyond its store (WithOutputs).
+	outputs Outputs
 	// outputsChecked: checkOutputs passed for cfg's store, name and
 	// --junit (Resolve, Rerun); RunTest checks them when not.
 	outputsChecked bool
@@ -129,7 +131,7 @@ func newTest(cfg Config, client *clientdir.Client) *Test {
 // it changes nothing of t.
 func (t *Test) Config() Config {
 	c := t.cfg
-	c.Nemesis, c.CommandArgv = slices.Clone(c.Nemesis), slices.Clone(c.CommandArgv)
+	c.Nemesis = slices.Clone(c.Nemesis)
 	c.Options, c.Given = maps.Clone(c.Options), maps.Clone(c.Given)
 	return c
 }
