@@ -2,11 +2,11 @@ package harness
 
 import (
 	"errors"
-	"slices"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
