@@ -152,6 +152,11 @@ type runState struct {
 	// final reads, teardown, check, report. Tests use it to interrupt a
 	// run exactly there; the CLI never sets it.
 	phaseHook func(phase string)
+	// recordHook, when a test sets it, hears every event recorded, under
+	// the recorder's lock (history.Recorder.Observe): it must not block or
+	// record. Tests use it to interrupt a run at an op, where a timer
+	// would depend on the machine's speed; the CLI never sets it.
+	recordHook func(history.Event)
 	// marks are when each phase began, for the log's time split.
 	marks timeMarks
 	// clusters, when set, holds warm clusters this run may take and give
@@ -296,6 +301,9 @@ func (r *run) setUpAndRun() {
 	r.out.TestID = r.testID
 	// The history's time zero is the start of the workload.
 	r.rec = history.NewRecorder(r.histFile)
+	if r.recordHook != nil {
+		r.rec.Observe(r.recordHook)
+	}
 	r.live = startLive(r.t, r.rec, r.logf)
 	var done phasesDone
 	done, r.err = r.workloadPhases()

@@ -1,9 +1,10 @@
 // Package dockertest is the one place that decides whether a Docker
 // integration test runs, and builds the static binaries such tests put in
 // their containers. The rule, the same in every package: under -short a
-// Docker test is skipped (they are never short); otherwise a Docker
-// engine that does not answer skips the test, except under CI=true, where
-// it fails it — a CI run must never pass by skipping its Docker tests.
+// Docker test is skipped (they are never short), and a Docker engine that
+// does not answer skips the test — except under CI=true, which wins over
+// both: -short is ignored and a missing engine fails the test, because a
+// CI run must never pass by skipping its Docker tests.
 //
 // It also holds what the Docker tests of several packages share: a fresh
 // test id (TestID), a build's output in the test log (LogWriter) and the
@@ -58,8 +59,8 @@ func Unavailable(t testing.TB, what string, err error) {
 // own packages can use this one.
 func Engine[C io.Closer](t testing.TB, connect func(context.Context) (C, error)) C {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("Docker tests are not short")
+	if testing.Short() && !CI() {
+		t.Skip("-short: Docker tests are not short")
 	}
 	defaultBudget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
