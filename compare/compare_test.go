@@ -126,11 +126,6 @@ func TestExpandCompareFullPreset(t *testing.T) {
 // recipes of docs/kleppmann-redlock.md's table; where a clock fault cannot
 // reach the servers (etcd) the cell says why instead of running.
 func TestExpandCompareKleppmannPreset(t *testing.T) {
-	for _, be := range []string{"redis", "postgres", "etcd", "zookeeper"} {
-		if _, ok := registry.Lookup(be); !ok {
-			t.Skipf("%s is not built in", be)
-		}
-	}
 	m, err := Expand(Spec{Preset: "kleppmann", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -178,9 +173,6 @@ func TestExpandCompareKleppmannPreset(t *testing.T) {
 }
 
 func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
-	if _, ok := registry.Lookup("etcd"); !ok {
-		t.Skip("etcd is not built in")
-	}
 	m, err := Expand(Spec{Preset: "jepsen-etcd", Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -640,9 +632,6 @@ func TestExpandClients(t *testing.T) {
 // A matrix with no cell that can run says why its cells cannot, not the
 // in-process rule when no row is in process.
 func TestNoCellCanRunSaysWhy(t *testing.T) {
-	if _, ok := registry.Lookup("etcd"); !ok {
-		t.Skip("etcd is not built in")
-	}
 	_, err := Expand(Spec{Backends: []string{"etcd"}, Faults: []string{"clock-strobe"}, Seed: 1})
 	if err == nil || !strings.Contains(err.Error(), "no cell can run") || !strings.Contains(err.Error(), "static Go binary") ||
 		strings.Contains(err.Error(), "in-process") {

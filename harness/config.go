@@ -96,18 +96,10 @@ type Config struct {
 	// "100 frozen holders" instead of guessing a duration.
 	Exposures int
 
-	// Command is the command line that reruns the test, for the report,
-	// quoted as a POSIX shell reads it; CommandArgv is the same as a list
-	// of arguments.
-	Command     string
-	CommandArgv []string
 	// Options are the backends' and the faults' own flags by name
 	// (registry.Info.Flags, e.g. redis-persistence: what the Redis servers
 	// keep on disk; nemesis.Kind.Flags); a flag left out is absent or "".
 	Options map[string]string
-	// JUnit, when set, is where a JUnit XML report goes (one test case
-	// per key), for CI systems.
-	JUnit string
 	// KeepCluster leaves the Docker cluster up after the run (healed), for
 	// a look inside; `check cluster down` removes it.
 	KeepCluster bool

@@ -117,7 +117,7 @@ func startSocketProxy(t *testing.T) *socketProxy {
 	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
 		target = strings.TrimPrefix(h, "unix://")
 	} else if h != "" {
-		t.Skipf("DOCKER_HOST=%s is not a Unix socket", h)
+		t.Skipf("DOCKER_HOST=%s is not a Unix socket, and the test puts a proxy in front of the engine's socket", h)
 	}
 	// A short directory: socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "fcd")

@@ -20,7 +20,8 @@ import (
 
 // dockerOrSkip makes sure the engine answers and returns the static check
 // binary the containers run, by internal/dockertest's rule: skipped under
-// -short, and without an engine, except under CI=true, where that fails.
+// -short, and without an engine, except under CI=true, where they run or
+// fail.
 func dockerOrSkip(t *testing.T) string {
 	t.Helper()
 	dockertest.Engine(t, engine.Connect)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -13,10 +14,37 @@ import (
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
+// Outputs are what a run reports about itself beyond its store, given by
+// whoever runs the test: they are not what the user asked the test to be,
+// so they are not in Config. The runs of one Test (--test-count, a
+// comparison's cell) differ in their seed, their store and these.
+type Outputs struct {
+	// Command is the command line that reruns the test, for the report,
+	// quoted as a POSIX shell reads it; CommandArgv is the same as a list
+	// of arguments.
+	Command     string
+	CommandArgv []string
+	// JUnit, when set, is where a JUnit XML report goes (one test case
+	// per key), for CI systems.
+	JUnit string
+}
+
+// WithOutputs is the test reporting to o: its JUnit file is checked, as
+// the store is, before anything is created.
+func (t *Test) WithOutputs(o Outputs) (*Test, error) {
+	if err := CheckJUnitPath(o.JUnit); err != nil {
+		return nil, err
+	}
+	again := *t
+	again.outputs = o
+	again.outputs.CommandArgv = slices.Clone(o.CommandArgv)
+	return &again, nil
+}
+
 // checkOutputs checks, before anything is created, that every place the
-// run will write can take what it writes: the store (--store) is a
-// directory or can be made one, the test's directory in it (--name) is
-// not a file, and --junit names a file that can be written. Each is bad
+// run will write in its store can take what it writes: the store
+// (--store) is a directory or can be made one, and the test's directory
+// in it (--name) is not a file (WithOutputs checks --junit). Each is bad
 // input (a *usage.Error naming the flag), found at once rather than after
 // a run whose verdict it would then hide.
 func checkOutputs(c *Config) error {
@@ -27,7 +55,7 @@ func checkOutputs(c *Config) error {
 	if st, err := os.Stat(test); err == nil && !st.IsDir() {
 		return usage.Errorf("name", "%s is a file, but the test's name is a directory in the store (%s): choose another --name, or move the file", test, c.Store)
 	}
-	return CheckJUnitPath(c.JUnit)
+	return nil
 }
 
 // CheckStoreDir checks, before anything is created, that --store names

@@ -152,6 +152,11 @@ type runState struct {
 	// final reads, teardown, check, report. Tests use it to interrupt a
 	// run exactly there; the CLI never sets it.
 	phaseHook func(phase string)
+	// recordHook, when a test sets it, hears every event recorded, under
+	// the recorder's lock (history.Recorder.Observe): it must not block or
+	// record. Tests use it to interrupt a run at an op, where a timer
+	// would depend on the machine's speed; the CLI never sets it.
+	recordHook func(history.Event)
 	// marks are when each phase began, for the log's time split.
 	marks timeMarks
 	// clusters, when set, holds warm clusters this run may take and give
@@ -296,6 +301,9 @@ func (r *run) setUpAndRun() {
 	r.out.TestID = r.testID
 	// The history's time zero is the start of the workload.
 	r.rec = history.NewRecorder(r.histFile)
+	if r.recordHook != nil {
+		r.rec.Observe(r.recordHook)
+	}
 	r.live = startLive(r.t, r.rec, r.logf)
 	var done phasesDone
 	done, r.err = r.workloadPhases()
@@ -320,7 +328,7 @@ func (r *run) setUpAndRun() {
 
 // systemSetup is what setting the run's system up needs of it.
 func (r *run) systemSetup() systemSetup {
-	return systemSetup{t: r.t, st: r.runState, dir: r.dir, logf: r.logf, progress: r.progress}
+	return systemSetup{t: r.t, st: r.runState, dir: r.dir, logf: r.logf, record: func(line string) { r.logTo(false, "%s", line) }, progress: r.progress}
 }
 
 // leftovers names what a Docker run may have left behind, once the
@@ -417,7 +425,7 @@ func (r *run) report() {
 	r.phase("report")
 	rep := &reports.Run{
 		Dir: string(r.dir), Name: cfg.Name, Started: r.started, Duration: time.Since(r.started), CheckTime: r.checkTime,
-		Params: r.t.params(sysInfo(r.sys, r.testID)), Command: cfg.Command, CommandArgv: cfg.CommandArgv,
+		Params: r.t.params(sysInfo(r.sys, r.testID)), Command: r.t.outputs.Command, CommandArgv: r.t.outputs.CommandArgv,
 		Events: r.events, Ops: r.ops, Faults: r.faults, Result: out.Result, Interrupted: out.Interrupted,
 		Incomplete: out.Incomplete, Servers: r.servers, ExpiredGrants: expiredGrants(r.t, r.events),
 		EndedBy: r.endedBy,
@@ -426,7 +434,7 @@ func (r *run) report() {
 		rep.Error = r.err.Error()
 	}
 	out.Report = rep
-	out.Unwritten = reports.WriteOutputs(rep, cfg.JUnit, os.Getenv(reports.StepSummaryEnv))
+	out.Unwritten = reports.WriteOutputs(rep, r.t.outputs.JUnit, os.Getenv(reports.StepSummaryEnv))
 	for _, u := range out.Unwritten {
 		r.logf("also: %s", u)
 	}

@@ -37,11 +37,16 @@ type Test struct {
 	// own is the storage the --client program writes with its own fence
 	// check, or nil (the fenced storage node, or no --client).
 	own *registry.ClientStorage
+	// kinds is --nemesis resolved (checkFaults): the faults' registry
+	// entries, looked up once, as info is the backend's.
+	kinds nemesis.Kinds
 	// faults is what the run's faults are told (nemesis.Settings): on a
 	// Docker cluster with its server count, or in process.
 	faults nemesis.Settings
 	// servers is how many lock servers the backend runs (Servers).
 	servers int
+	// outputs are where the run reports beyond its store (WithOutputs).
+	outputs Outputs
 	// outputsChecked: checkOutputs passed for cfg's store, name and
 	// --junit (Resolve, Rerun); RunTest checks them when not.
 	outputsChecked bool
@@ -97,11 +102,21 @@ func resolve(cfg Config, client *clientdir.Client) (*Test, error) {
 	return t, nil
 }
 
+// lookUp is the one place the harness finds a backend by its name: a
+// Test of cfg with the backend's registry entry and nothing else derived.
+// newTest (every run), Config.Servers and CheckFaults (questions asked
+// before a test is resolved) all start here.
+func lookUp(cfg Config) *Test {
+	t := &Test{cfg: cfg}
+	t.info, t.known = registry.Lookup(cfg.Backend)
+	return t
+}
+
 // newTest looks the backend up and reads the --client directory: the
 // two things every later step asks, asked here once.
 func newTest(cfg Config, client *clientdir.Client) *Test {
-	t := &Test{cfg: cfg, client: client}
-	t.info, t.known = registry.Lookup(cfg.Backend)
+	t := lookUp(cfg)
+	t.client = client
 	if cfg.ClientDir != "" && client == nil {
 		t.client, t.clientErr = clientdir.Load(cfg.ClientDir)
 	}
@@ -116,7 +131,7 @@ func newTest(cfg Config, client *clientdir.Client) *Test {
 // it changes nothing of t.
 func (t *Test) Config() Config {
 	c := t.cfg
-	c.Nemesis, c.CommandArgv = slices.Clone(c.Nemesis), slices.Clone(c.CommandArgv)
+	c.Nemesis = slices.Clone(c.Nemesis)
 	c.Options, c.Given = maps.Clone(c.Options), maps.Clone(c.Given)
 	return c
 }
@@ -168,8 +183,7 @@ func (t *Test) serverCount() (int, error) {
 // known): it fills the defaults of a copy and changes nothing; an unknown
 // backend or a bad backend flag is a *usage.Error.
 func (c Config) Servers() (int, error) {
-	t := &Test{cfg: c}
-	t.info, t.known = registry.Lookup(c.Backend)
+	t := lookUp(c)
 	t.cfg.defaults(t.info, t.known, nil)
 	if !t.known {
 		return 0, unknownBackend(c.Backend)

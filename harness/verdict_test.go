@@ -86,10 +86,10 @@ func TestInterruptedFencedRunIsUnknown(t *testing.T) {
 	cfg := memoryConfig(t, "all", "pause")
 	cfg.TimeLimit = time.Minute
 	cfg.Keys = 2
-	cfg.JUnit = filepath.Join(t.TempDir(), "junit.xml")
+	junit := filepath.Join(t.TempDir(), "junit.xml")
 	st := &runState{}
 	sig, fired := interruptAfter(st, 1500*time.Millisecond)
-	out, err := runWith(sig, cfg, nil, st)
+	out, err := runReporting(t, sig, cfg, Outputs{JUnit: junit}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestInterruptedFencedRunIsUnknown(t *testing.T) {
 	if !res.Interrupted || res.Incomplete == "" || res.Verdict != models.Unknown {
 		t.Errorf("results.json: verdict %s, interrupted %v, incomplete %q", res.Verdict, res.Interrupted, res.Incomplete)
 	}
-	failures, errs, cases := junitCounts(t, cfg.JUnit)
+	failures, errs, cases := junitCounts(t, junit)
 	if failures+errs == 0 {
 		t.Errorf("JUnit passes an interrupted run: cases %v", cases)
 	}
@@ -130,10 +130,10 @@ func TestInterruptedFencedRunIsUnknown(t *testing.T) {
 func TestInterruptedRunWithAViolationIsInvalid(t *testing.T) {
 	cfg := memoryConfig(t, "none", "pause-holder")
 	cfg.TimeLimit = time.Minute
-	cfg.JUnit = filepath.Join(t.TempDir(), "junit.xml")
+	junit := filepath.Join(t.TempDir(), "junit.xml")
 	st := &runState{}
 	sig, _ := interruptAfter(st, 3*time.Second)
-	out, err := runWith(sig, cfg, nil, st)
+	out, err := runReporting(t, sig, cfg, Outputs{JUnit: junit}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestInterruptedRunWithAViolationIsInvalid(t *testing.T) {
 	if !strings.Contains(res.Incomplete, "interrupted after") {
 		t.Errorf("results.json does not say the run was cut short: incomplete %q", res.Incomplete)
 	}
-	failures, errs, cases := junitCounts(t, cfg.JUnit)
+	failures, errs, cases := junitCounts(t, junit)
 	if failures == 0 {
 		t.Errorf("JUnit has no failure for an invalid run: %d errors, cases %v", errs, cases)
 	}
@@ -173,4 +173,17 @@ func TestInterruptBeforeFinalReadsIsUnknown(t *testing.T) {
 	if !strings.Contains(out.Result.Explanation, "before the final reads") {
 		t.Errorf("the explanation does not say the final reads did not happen: %s", out.Result.Explanation)
 	}
+}
+
+// runReporting is runWith for a test that reports to o as well.
+func runReporting(t *testing.T, sig Signals, cfg Config, o Outputs, st *runState) (*RunResult, error) {
+	t.Helper()
+	test, err := Resolve(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if test, err = test.WithOutputs(o); err != nil {
+		t.Fatal(err)
+	}
+	return runTest(sig, test, nil, st)
 }

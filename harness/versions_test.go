@@ -34,7 +34,10 @@ func TestAskNodeRetriesThenRecordsUnknown(t *testing.T) {
 	if got != (reports.ServerNode{Node: "n2", Version: reports.UnknownVersion, Error: "n2: exit 124"}) {
 		t.Errorf("a silent node: %+v", got)
 	}
-	if took := time.Since(start); took > 3*time.Second {
-		t.Errorf("a silent node held the run for %s", took)
+	// A bound on the behaviour (the asking ends with its 1.2 s wait), with
+	// room for a loaded 2-core machine: a node asked without end would
+	// hold the run for good.
+	if took := time.Since(start); took > 30*time.Second {
+		t.Errorf("a silent node held the run for %s, with a wait of 1.2 s", took)
 	}
 }

@@ -236,20 +236,31 @@ func TestCancelledCheckEndsPromptlyAndLeavesNothingRunning(t *testing.T) {
 	if r.Verdict != Unknown || !strings.Contains(r.Explanation, "the check was interrupted") {
 		t.Fatalf("%s: %s", r.Verdict, r.Explanation)
 	}
-	// A correctness check with a generous margin, not a speed goal.
-	if d := time.Since(<-cancelledAt); d > time.Second {
+	// A bound on the behaviour, not a speed goal: the whole check of these
+	// 5 M events takes over a minute on a loaded 2-core machine (500 k
+	// took 8 s at load 20), so 10 s after the cancel still tells a check
+	// that stops from one that runs on, with room for that load.
+	if d := time.Since(<-cancelledAt); d > 10*time.Second {
 		t.Fatalf("took %s after the cancel", d)
 	}
 
-	// The whole-key search, cancelled in the middle, returns only when
-	// porcupine has stopped.
+	// The whole-key search, cancelled while it runs, returns only when
+	// porcupine has stopped. A fast machine may finish the search before
+	// the cancel comes: that is no fault, and the goroutines are counted
+	// all the same. (That the search stops on its context at all is
+	// TestCheckMemoryBoundStopsTheWholeSearch's, which does not race.)
 	ops := simulate.Synthetic{Seed: 1, Ops: 60000, Keys: 1, Clients: 5, Fenced: true}.Generate()
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(30*time.Millisecond, cancel)
 	start := time.Now()
 	r = CheckWhole(ctx, ops, Options{VisualizeMaxOps: 1})
-	if r.Verdict != Unknown {
-		t.Fatalf("whole search: %s after %s", r.Verdict, time.Since(start))
+	switch {
+	case r.Verdict == Unknown && strings.Contains(r.Explanation, "interrupted"):
+		t.Logf("whole search interrupted after %s", time.Since(start).Round(time.Millisecond))
+	case r.Verdict == Valid:
+		t.Logf("whole search finished in %s, before the cancel", time.Since(start).Round(time.Millisecond))
+	default:
+		t.Fatalf("whole search: %s (%s) after %s", r.Verdict, r.Explanation, time.Since(start))
 	}
 	src.Close()
 	deadline := time.Now().Add(5 * time.Second)

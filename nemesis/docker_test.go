@@ -2,8 +2,8 @@ package nemesis_test
 
 // Integration tests against the real Docker engine: every fault is proved
 // from inside the containers. Whether they run is internal/dockertest's
-// rule (skipped under -short, and when no daemon answers except under
-// CI=true). The node image must be built (`check image build`); the static
+// rule (skipped under -short, and when no daemon answers, except under
+// CI=true, where they run or fail). The node image must be built (`check image build`); the static
 // check binary and the delayer are built on first use.
 
 import (
@@ -11,6 +11,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -537,30 +538,45 @@ func TestDockerLatency(t *testing.T) {
 	startLockd(t, c, "n1", "n2")
 	ctx := context.Background()
 
-	// The check binary of this build has no delay command: the probe
-	// must say what is missing, and name sch_netem where the kernel lacks it.
+	// A delayer that does not exist: the probe must refuse, name it and
+	// say whether sch_netem is there, and every Start must return the
+	// refusal.
 	noNetem := strings.Contains(sh(t, c, "n1", "tc qdisc add dev lo root netem delay 1ms 2>&1 && tc qdisc del dev lo root; true"), "unknown")
-	viaCheck := &nemesis.Latency{Cluster: c, Command: []string{engine.BinaryPath, "delay"}}
-	if err := viaCheck.Probe(ctx, "n1"); err != nil {
-		t.Logf("probe with `check delay`: %v", err)
-		if noNetem && !strings.Contains(err.Error(), "no sch_netem") {
-			t.Errorf("the refusal does not name the missing sch_netem: %v", err)
-		}
-		viaCheck.Unavailable = err
-		if _, serr := viaCheck.Start(ctx, rng()); serr == nil || serr.Error() != err.Error() {
+	missing := &nemesis.Latency{Cluster: c, Targets: fixed("n1"), Command: []string{"/usr/local/bin/no-such-delayer"}}
+	err := missing.Probe(ctx, "n1")
+	var refusal *nemesis.LatencyRefusal
+	if !errors.As(err, &refusal) || refusal.Delayer == "" || !strings.Contains(err.Error(), "/usr/local/bin/no-such-delayer") {
+		t.Errorf("probe with a missing delayer = %v, want a refusal naming it", err)
+	}
+	if refusal != nil && (noNetem != (refusal.Netem != "") || noNetem != strings.Contains(err.Error(), "no sch_netem")) {
+		t.Errorf("the kernel lacks sch_netem: %v, but the refusal says: %v", noNetem, err)
+	}
+	if err != nil {
+		missing.Unavailable = err
+		if _, serr := missing.Start(ctx, rng()); serr == nil || serr.Error() != err.Error() {
 			t.Errorf("Start of an unavailable latency = %v, want the probe's error", serr)
 		}
 	}
 
+	// The delayers that must run: the check binary's `delay` command (what
+	// a run uses) and delayd (what this test uses). Only a kernel that
+	// cannot queue packets to user space is a reason not to test the
+	// delay; a delayer that does not run, or a probe that cannot run, is
+	// a failure.
 	l := &nemesis.Latency{Cluster: c, Targets: fixed("n1", "n2"), Command: []string{delaydPath},
 		Delayer: nemesis.Delayer{Queue: 7, Delay: 50 * time.Millisecond, Jitter: 10 * time.Millisecond}}
-	if err := l.Probe(ctx, "n1"); err != nil {
-		// No honest delay here: the refusal is the result.
-		t.Logf("latency is unavailable: %v", err)
-		if noNetem && !strings.Contains(err.Error(), "no sch_netem") {
-			t.Errorf("the refusal does not name the missing sch_netem: %v", err)
+	viaCheck := &nemesis.Latency{Cluster: c, Command: []string{engine.BinaryPath, "delay"}}
+	for _, f := range []*nemesis.Latency{viaCheck, l} {
+		err := f.Probe(ctx, "n1")
+		switch {
+		case err == nil:
+		case !errors.As(err, &refusal):
+			t.Fatalf("probing with %v: %v", f.Command, err)
+		case refusal.NFQueue != "":
+			dockertest.Unavailable(t, "NFQUEUE in the kernel", err)
+		default:
+			t.Fatalf("the delayer %v does not run in the nodes: %v", f.Command, err)
 		}
-		return
 	}
 	ip2 := ipOf(t, c, "n2")
 	before := connectTimes(t, c, "n1", ip2, 20)

@@ -34,7 +34,8 @@ func init() {
 			defer cancel()
 			if err := l.Probe(ctx, env.ServerNodes[0]); err != nil {
 				hint := ""
-				if strings.Contains(err.Error(), "does not run") {
+				var r *LatencyRefusal
+				if errors.As(err, &r) && r.Delayer != "" && r.NFQueue == "" {
 					hint = " (the check binary needs a `delay` command that calls nemesis.RunDelayer)"
 				}
 				return nil, unavailable("latency", "latency: %v%s", err, hint)
@@ -171,8 +172,9 @@ kill -KILL "$pid"`, delayerPid, delayerLog)
 }
 
 // Probe finds out, in node, whether this fault can delay packets there. A
-// nil answer means it can; otherwise the error says why not, naming what
-// the kernel or the node lacks. The harness probes once per run.
+// nil answer means it can; a *LatencyRefusal says why not, naming what the
+// kernel or the node lacks; any other error is an exec that failed. The
+// harness probes once per run.
 func (l *Latency) Probe(ctx context.Context, node string) error {
 	var q []string
 	probeDelayer := Delayer{Queue: 65001, Delay: time.Millisecond}
@@ -195,21 +197,61 @@ rm -f /tmp/fc-probe`, strings.Join(q, " "), DelayerReady)
 		k, v, _ := strings.Cut(line, ": ")
 		found[k] = strings.TrimSpace(v)
 	}
-	if found["nfqueue"] == "yes" && found["delayer"] == "yes" {
+	r := &LatencyRefusal{Node: node, Command: l.Command,
+		Netem: lacks(found["netem"]), NFQueue: lacks(found["nfqueue"]), Delayer: lacks(found["delayer"])}
+	if r.NFQueue == "" && r.Delayer == "" {
 		return nil
 	}
-	var why []string
-	if found["nfqueue"] != "yes" {
-		why = append(why, "iptables cannot queue packets to user space (-j NFQUEUE: "+strings.TrimPrefix(found["nfqueue"], "no: ")+")")
+	return r
+}
+
+// lacks is what a probe line's answer says is missing: "" for "yes", the
+// complaint after "no:" otherwise.
+func lacks(answer string) string {
+	if answer == "yes" {
+		return ""
 	}
-	if found["delayer"] != "yes" {
-		why = append(why, fmt.Sprintf("the delayer `%s` does not run in the nodes (%s)", strings.Join(l.Command, " "), strings.TrimPrefix(found["delayer"], "no: ")))
+	if answer == "" {
+		return "the probe gave no answer"
+	}
+	if why := strings.TrimSpace(strings.TrimPrefix(answer, "no:")); why != "" {
+		return why
+	}
+	return "no output"
+}
+
+// LatencyRefusal is Probe's answer when a node can run the probe but
+// cannot delay packets: what the kernel and the node lack, each field empty
+// when it is there. It is a type so that a caller can tell a kernel without
+// NFQUEUE (nothing to be done on this machine) from a delayer that does not
+// run (a broken binary or command, which is a bug); any other error from
+// Probe means the probe itself could not run.
+type LatencyRefusal struct {
+	Node    string
+	Command []string
+	// Netem is tc's complaint when the kernel lacks sch_netem. It is not
+	// needed, only named: it is why the delay is made in user space.
+	Netem string
+	// NFQueue is iptables' complaint when packets cannot be queued to
+	// user space (-j NFQUEUE).
+	NFQueue string
+	// Delayer is what the delayer printed when it did not say it was ready.
+	Delayer string
+}
+
+func (r *LatencyRefusal) Error() string {
+	var why []string
+	if r.NFQueue != "" {
+		why = append(why, "iptables cannot queue packets to user space (-j NFQUEUE: "+r.NFQueue+")")
+	}
+	if r.Delayer != "" {
+		why = append(why, fmt.Sprintf("the delayer `%s` does not run in the nodes (%s)", strings.Join(r.Command, " "), r.Delayer))
 	}
 	kernel := "the kernel has sch_netem, but fencecheck delays packets in user space only"
-	if strings.HasPrefix(found["netem"], "no") {
-		kernel = "the kernel has no sch_netem (tc: " + strings.TrimPrefix(found["netem"], "no: ") + "), so the delay must be made in user space through NFQUEUE"
+	if r.Netem != "" {
+		kernel = "the kernel has no sch_netem (tc: " + r.Netem + "), so the delay must be made in user space through NFQUEUE"
 	}
-	return fmt.Errorf("no honest delay is possible here: %s, and %s", kernel, strings.Join(why, "; "))
+	return fmt.Sprintf("no honest delay is possible here: %s, and %s", kernel, strings.Join(why, "; "))
 }
 
 // shellQuote quotes s for sh.

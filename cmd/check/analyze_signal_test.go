@@ -56,7 +56,7 @@ func TestSIGINTDuringAnalyzeIsUnknown(t *testing.T) {
 
 	fifo := filepath.Join(t.TempDir(), "history.jsonl")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("no named pipes here: %v", err)
+		t.Skipf("no named pipes here, and the test streams a history through one: %v", err)
 	}
 	type result struct {
 		code     int

@@ -182,14 +182,21 @@ func memoryRuns(t *testing.T) (store, invalid, valid string) {
 				Backend: "memory", Fencing: fencing, Nemesis: []string{nemesis}, Clients: 5, Keys: 1, Seed: 7,
 				TimeLimit: 3 * time.Second, LeaseTTL: 200 * time.Millisecond, Work: 5 * time.Millisecond,
 				NemesisInterval: 400 * time.Millisecond, CheckTimeout: time.Minute, Store: r.store, Name: name,
-				Command: fmt.Sprintf("check --backend memory --fencing %s --nemesis %s --time-limit 3s --lease-ttl 200ms --nemesis-interval 400ms --seed 7", fencing, nemesis),
 			}
 		}
 		var wg sync.WaitGroup
 		var errs [2]error
 		run := func(i int, c harness.Config, dir *string, v *models.Verdict) {
 			defer wg.Done()
-			out, err := harness.Run(harness.Signals{Stop: context.Background(), Abort: context.Background()}, c, io.Discard)
+			test, err := harness.Resolve(c)
+			if err == nil {
+				test, err = test.WithOutputs(harness.Outputs{Command: fmt.Sprintf("check --backend memory --fencing %s --nemesis %s --time-limit 3s --lease-ttl 200ms --nemesis-interval 400ms --seed 7", c.Fencing, c.Nemesis[0])})
+			}
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			out, err := harness.RunTest(harness.Signals{Stop: context.Background(), Abort: context.Background()}, test, io.Discard)
 			if err != nil {
 				errs[i] = err
 				return

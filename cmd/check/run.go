@@ -40,6 +40,7 @@ type runFlags struct {
 	testCount            int
 	keepGoing            bool
 	parallel             int
+	junit                string             // --junit: where the run's JUnit report goes (harness.Outputs)
 	options              map[string]*string // the backends' and the faults' own flags
 }
 
@@ -103,6 +104,21 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if testCount < 1 || testCount > maxTestCount {
 		return usageErr("--test-count: %d is out of range (accepted: 1 to %d)", testCount, maxTestCount)
 	}
+	cfg.Given = map[string]bool{}
+	cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
+	if !cmd.Flags().Changed("seed") {
+		cfg.Seed = rand.Int64N(1 << 40)
+	}
+	// The test is resolved once, before anything is printed or created:
+	// bad input is refused here, and each of --test-count's tests is it
+	// again with its own seed and its own outputs (Rerun, WithOutputs).
+	test, err := harness.Resolve(*cfg)
+	if err != nil {
+		return err
+	}
+	if err := harness.CheckJUnitPath(junitFor(rf.junit, 1, testCount)); err != nil {
+		return err
+	}
 	width := 1
 	if cmd.Flags().Changed("parallel") {
 		if testCount < 2 {
@@ -121,12 +137,6 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	if keepGoing && testCount < 2 {
 		return usageErr("--keep-going: goes on after a test that is not valid, so it needs several tests: add --test-count (e.g. --test-count 10 --keep-going), or drop --keep-going")
 	}
-	cfg.Given = map[string]bool{}
-	cmd.Flags().Visit(func(f *pflag.Flag) { cfg.Given[f.Name] = true })
-	if !cmd.Flags().Changed("seed") {
-		cfg.Seed = rand.Int64N(1 << 40)
-	}
-	junit := cfg.JUnit
 	sig, stop := signals()
 	defer stop()
 	// The tests of one --test-count share their clusters, one after
@@ -149,18 +159,21 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	var outMu sync.Mutex
 	return repeat(stdout, testCount, width, keepGoing, cfg.Seed, func() bool { return sig.Stop.Err() != nil },
 		func(i int, seed int64) testResult {
-			c := *cfg
-			c.Seed = seed
-			c.CommandArgv = commandLine(cmd, seed)
-			c.Command = shellquote.Join(c.CommandArgv)
-			c.JUnit = junitFor(junit, i, testCount)
+			argv := commandLine(cmd, seed)
+			t, err := test.Rerun(seed, test.Config().Store)
+			if err == nil {
+				t, err = t.WithOutputs(harness.Outputs{Command: shellquote.Join(argv), CommandArgv: argv, JUnit: junitFor(rf.junit, i, testCount)})
+			}
+			if err != nil {
+				return testResult{code: harness.ExitUsage, err: err}
+			}
 			var progress io.Writer = stdout
 			if width > 1 {
 				pw := &prefixWriter{mu: &outMu, w: stdout, prefix: fmt.Sprintf("[test %d] ", i)}
 				defer pw.Flush()
 				progress = pw
 			}
-			out, err := clusters.Run(sig, c, progress)
+			out, err := clusters.RunTest(sig, t, progress)
 			if err != nil {
 				if _, ok := err.(*usage.Error); ok {
 					return testResult{code: harness.ExitUsage, err: err}
@@ -226,7 +239,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	for _, o := range faultFlags() {
 		options[o.Name] = f.String(o.Name, "", o.Usage)
 	}
-	f.StringVar(&cfg.JUnit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
+	f.StringVar(&rf.junit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
 	f.BoolVar(&cfg.FreshCluster, "fresh-cluster", false, "with --test-count, give every test a new Docker cluster (default: a test takes the one the test before it left, with its processes killed and its data removed)")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")

@@ -2,7 +2,7 @@ package engine_test
 
 // Integration tests against the real Docker engine. Whether they run is
 // internal/dockertest's rule (skipped under -short, and when no daemon
-// answers except under CI=true, where that is a failure). The first run
+// answers, except under CI=true, where they run or fail). The first run
 // builds the node image (debootstrap, apt, etcd 3.6): give it
 // `-timeout 30m`.
 

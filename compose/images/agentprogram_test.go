@@ -257,7 +257,7 @@ func TestModuleRootOfThisBuild(t *testing.T) {
 // tree (a tiny one here), for linux/amd64, static, kept in the cache.
 func TestAgentProgramCompilesWithTheGoToolchain(t *testing.T) {
 	if testing.Short() {
-		t.Skip("compiles a program")
+		t.Skip("-short: compiles a program with the Go toolchain")
 	}
 	w := newLookupWorld(t)
 	mustWrite(t, filepath.Join(w.root, "cmd", "check-kubernetes", "main.go"), "package main\n\nfunc main() { println(\"agent\") }\n")

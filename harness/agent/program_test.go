@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -19,7 +20,7 @@ import (
 func program(t *testing.T, mode string) (*Remote, *strings.Builder, error) {
 	t.Helper()
 	if _, err := exec.LookPath("python3"); err != nil {
-		t.Skip("python3 is not on PATH")
+		dockertest.Unavailable(t, "python3 (apt-get install python3), which runs the protocol's test client,", err)
 	}
 	cmd := exec.Command("python3", "testdata/client.py", mode)
 	stdin, _ := cmd.StdinPipe()
