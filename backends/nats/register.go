@@ -12,6 +12,9 @@ import (
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
+// Name is the backend's name: --backend nats.
+const Name = "nats"
+
 // SyncFlag is the backend's flag for JetStream's sync_interval, named as
 // nats-server names it.
 const SyncFlag = "nats-sync-interval"
@@ -45,11 +48,11 @@ const MinTTL = time.Second
 
 func init() {
 	registry.Register(registry.Info{
-		Name: "nats", Server: "nats-server", VersionQuery: VersionQuery, Recipes: Recipes,
+		Name: Name, Server: "nats-server", VersionQuery: VersionQuery, Recipes: Recipes,
 		Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:   MinTTL,
 		Builds: map[string]string{registry.DefaultVersion: "nats-server " + ServerVersion +
-			" built from the Go module proxy on first use (cached); Debian's nats-server 2.9.10 is not offered: the bucket's per-key TTLs (Nats-TTL) need 2.11"},
+			" built from the Go module proxy on first use (cached); Debian's nats-server 2.9.10 is not offered: it is not in the node image, and it predates per-key TTLs (2.11)"},
 		Nodes: []int{3, 5},
 		NoClockFaults: "nats-server is a static Go binary: libfaketime cannot be preloaded into it, so a clock fault would not reach " +
 			"the servers that expire the bucket's keys; the clock faults run on redis, postgres and zookeeper",
