@@ -25,10 +25,13 @@ import (
 // clusters it may take), its directory, its log and where the output of
 // image builds goes.
 type systemSetup struct {
-	t        *Test
-	st       *runState
-	dir      runstore.Run
-	logf     func(string, ...any)
+	t    *Test
+	st   *runState
+	dir  runstore.Run
+	logf func(string, ...any)
+	// record writes a line to check.log only (the image steps' lines,
+	// which the build output prints to the terminal itself).
+	record   func(string)
 	progress io.Writer
 }
 
@@ -122,7 +125,7 @@ func (s systemSetup) dockerParts(ctx context.Context, id string) (dockerParts, e
 	s.st.phase("image")
 	// The images and compiles a run may need print one line per step
 	// (the tools' output in a log file) unless --verbose-build.
-	build := images.NewBuildOutput(s.progress, images.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: images.BuildLogDir()})
+	build := images.NewBuildOutput(s.progress, images.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: images.BuildLogDir(), Record: s.record})
 	defer build.Close()
 	ensureImage := images.EnsureImage
 	if coreImageEnough(b, cfg, t.setup(id)) {
@@ -213,7 +216,7 @@ func (s *dockerSystem) start(ctx context.Context, id string) error {
 	// time and after a kill) prepares the nodes now.
 	fenv := &nemesis.Env{Freezer: s.Freezer()}
 	s.describeTo(fenv)
-	if err := nemesis.Prepare(ctx, cfg.Nemesis, fenv); err != nil {
+	if err := t.kinds.Prepare(ctx, fenv); err != nil {
 		return err
 	}
 	if err := s.db.Setup(ctx, s.cluster, s.servers); err != nil {

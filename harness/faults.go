@@ -44,7 +44,7 @@ func buildFaults(t *Test, sys System, rec *history.Recorder, claims *nemesis.Cla
 	env.Claims, env.Observe = claims, rec.Observe
 	// The probes a fault makes run to their end: an interrupt comes back
 	// to the caller once the faults are built.
-	faults, err := nemesis.Build(context.Background(), t.cfg.Nemesis, env)
+	faults, err := t.kinds.Build(context.Background(), env)
 	return faults, env.Settings, faultUsage(err)
 }
 
@@ -67,8 +67,8 @@ func faultUsage(err error) error {
 func CheckFaults(cfg Config) error {
 	// The --client directory is not read: the faults' question needs
 	// nothing of it.
-	t := &Test{cfg: cfg}
-	if t.info, t.known = registry.Lookup(cfg.Backend); !t.known {
+	t := lookUp(cfg)
+	if !t.known {
 		return nil
 	}
 	t.cfg.defaults(t.info, t.known, nil)
@@ -82,9 +82,11 @@ func CheckFaults(cfg Config) error {
 // says for it.
 func (t *Test) checkFaults() error {
 	c := &t.cfg
-	if err := nemesis.CheckNames(c.Nemesis); err != nil {
+	kinds, err := nemesis.Resolve(c.Nemesis)
+	if err != nil {
 		return usage.Errorf("nemesis", "%v", err)
 	}
+	t.kinds = kinds
 	docker := c.Cluster == registry.ClusterDocker
 	servers := 0
 	if docker {
@@ -95,10 +97,8 @@ func (t *Test) checkFaults() error {
 		servers = n
 	}
 	t.faults = t.faultSettings(docker, servers)
-	for _, f := range c.Nemesis {
-		if err := nemesis.Check(f, t.faults); err != nil {
-			return faultUsage(err)
-		}
+	if err := kinds.Check(t.faults); err != nil {
+		return faultUsage(err)
 	}
 	return faultUsage(nemesis.CheckFlags(c.Nemesis, c.Options))
 }

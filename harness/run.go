@@ -320,7 +320,7 @@ func (r *run) setUpAndRun() {
 
 // systemSetup is what setting the run's system up needs of it.
 func (r *run) systemSetup() systemSetup {
-	return systemSetup{t: r.t, st: r.runState, dir: r.dir, logf: r.logf, progress: r.progress}
+	return systemSetup{t: r.t, st: r.runState, dir: r.dir, logf: r.logf, record: func(line string) { r.logTo(false, "%s", line) }, progress: r.progress}
 }
 
 // leftovers names what a Docker run may have left behind, once the

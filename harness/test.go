@@ -37,6 +37,9 @@ type Test struct {
 	// own is the storage the --client program writes with its own fence
 	// check, or nil (the fenced storage node, or no --client).
 	own *registry.ClientStorage
+	// kinds is --nemesis resolved (checkFaults): the faults' registry
+	// entries, looked up once, as info is the backend's.
+	kinds nemesis.Kinds
 	// faults is what the run's faults are told (nemesis.Settings): on a
 	// Docker cluster with its server count, or in process.
 	faults nemesis.Settings
@@ -97,11 +100,21 @@ func resolve(cfg Config, client *clientdir.Client) (*Test, error) {
 	return t, nil
 }
 
+// lookUp is the one place the harness finds a backend by its name: a
+// Test of cfg with the backend's registry entry and nothing else derived.
+// newTest (every run), Config.Servers and CheckFaults (questions asked
+// before a test is resolved) all start here.
+func lookUp(cfg Config) *Test {
+	t := &Test{cfg: cfg}
+	t.info, t.known = registry.Lookup(cfg.Backend)
+	return t
+}
+
 // newTest looks the backend up and reads the --client directory: the
 // two things every later step asks, asked here once.
 func newTest(cfg Config, client *clientdir.Client) *Test {
-	t := &Test{cfg: cfg, client: client}
-	t.info, t.known = registry.Lookup(cfg.Backend)
+	t := lookUp(cfg)
+	t.client = client
 	if cfg.ClientDir != "" && client == nil {
 		t.client, t.clientErr = clientdir.Load(cfg.ClientDir)
 	}
@@ -168,8 +181,7 @@ func (t *Test) serverCount() (int, error) {
 // known): it fills the defaults of a copy and changes nothing; an unknown
 // backend or a bad backend flag is a *usage.Error.
 func (c Config) Servers() (int, error) {
-	t := &Test{cfg: c}
-	t.info, t.known = registry.Lookup(c.Backend)
+	t := lookUp(c)
 	t.cfg.defaults(t.info, t.known, nil)
 	if !t.known {
 		return 0, unknownBackend(c.Backend)

@@ -256,29 +256,115 @@ func Lookup(name string) (Kind, bool) {
 	return k, ok
 }
 
-// AimedAtHolders reports whether any of the named faults aims at a lease
-// holder (Kind.AimsAtHolder): the faults under which a run with no
-// exposure is unknown by default.
-func AimedAtHolders(names []string) bool {
-	for _, n := range names {
-		if kinds[n].AimsAtHolder {
-			return true
-		}
+// Kinds is a --nemesis list resolved: the Kind of each fault it names, in
+// its order, none left out. The harness resolves a test's list once, as it
+// looks its backend up once, and asks the Kinds from then on, never the
+// words again.
+type Kinds []Kind
+
+// Resolve checks names (CheckNames) and looks each fault up, once.
+func Resolve(names []string) (Kinds, error) {
+	if err := CheckNames(names); err != nil {
+		return nil, err
 	}
-	return false
+	return known(names), nil
 }
 
-// Contended is the named faults that limit side-by-side runs to one an
-// engine core (Kind.Contended), in the order given, each with its reason.
-func Contended(names []string) (faults []string, why []string) {
+// known is the Kinds of the words in names that name a fault (none and
+// unknown words left out): the name-based questions below ask it.
+func known(names []string) Kinds {
+	var out Kinds
 	for _, n := range names {
-		if k := kinds[n]; k.Contended != "" && !slices.Contains(faults, n) {
-			faults = append(faults, n)
+		if k, ok := kinds[n]; ok && n != None {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Names are the faults' words, in order.
+func (ks Kinds) Names() []string {
+	out := make([]string, len(ks))
+	for i, k := range ks {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// AimsAtHolder reports whether any fault aims at a lease holder
+// (Kind.AimsAtHolder): the faults under which a run with no exposure is
+// unknown by default.
+func (ks Kinds) AimsAtHolder() bool {
+	return slices.ContainsFunc(ks, func(k Kind) bool { return k.AimsAtHolder })
+}
+
+// Contended is the faults that limit side-by-side runs to one an engine
+// core (Kind.Contended), in order, each once, with its reason.
+func (ks Kinds) Contended() (faults []string, why []string) {
+	for _, k := range ks {
+		if k.Contended != "" && !slices.Contains(faults, k.Name) {
+			faults = append(faults, k.Name)
 			why = append(why, k.Contended)
 		}
 	}
 	return faults, why
 }
+
+// Prepares says whether a fault has a Prepare step: its servers must
+// start under it, so the run needs a cluster of its own.
+func (ks Kinds) Prepares() bool {
+	return slices.ContainsFunc(ks, func(k Kind) bool { return k.Prepare != nil })
+}
+
+// Prepare runs the Prepare step of every fault that has one.
+func (ks Kinds) Prepare(ctx context.Context, env *Env) error {
+	for _, k := range ks {
+		if k.Prepare != nil {
+			if err := k.Prepare(ctx, env); err != nil {
+				return fmt.Errorf("preparing fault %s: %w", k.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Check says why the first fault that cannot be injected into a run with
+// settings s cannot (an *Unavailable), or nil when all can.
+func (ks Kinds) Check(s Settings) error {
+	for _, k := range ks {
+		if err := k.check(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Build makes the faults for one run, checking each against env's
+// settings first.
+func (ks Kinds) Build(ctx context.Context, env *Env) ([]Fault, error) {
+	var out []Fault
+	for _, k := range ks {
+		if err := k.check(env.Settings); err != nil {
+			return nil, err
+		}
+		if k.Needs.Docker && len(env.ServerNodes) == 0 {
+			return nil, fmt.Errorf("fault %s: the cluster has no server nodes", k.Name)
+		}
+		f, err := k.Build(ctx, env)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// AimedAtHolders is Kinds.AimsAtHolder of the named faults, for callers
+// that hold words (a stored run's parameters, --help).
+func AimedAtHolders(names []string) bool { return known(names).AimsAtHolder() }
+
+// Contended is Kinds.Contended of the named faults.
+func Contended(names []string) (faults []string, why []string) { return known(names).Contended() }
 
 // Names lists every fault's word: none first, then by name.
 func Names() []string {
@@ -374,6 +460,11 @@ func Check(name string, s Settings) error {
 	if !ok {
 		return unavailable(name, "unknown fault %q (accepted: %s)", name, strings.Join(Names(), ", "))
 	}
+	return k.check(s)
+}
+
+func (k Kind) check(s Settings) error {
+	name := k.Name
 	if k.Needs.Docker && !s.Docker {
 		return unavailable(name, "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
 			name, strings.Join(InProcess(), ", "))
@@ -399,49 +490,24 @@ func FaultDuration(s Settings) func(Fault) time.Duration {
 	}
 }
 
-// Prepares says whether a fault in names has a Prepare step: its servers
-// must start under it, so the run needs a cluster of its own.
-func Prepares(names []string) bool {
-	for _, n := range names {
-		if kinds[n].Prepare != nil {
-			return true
-		}
-	}
-	return false
+// Prepares is Kinds.Prepares of the named faults.
+func Prepares(names []string) bool { return known(names).Prepares() }
+
+// Prepare is Kinds.Prepare of the named faults.
+func Prepare(ctx context.Context, names []string, env *Env) error {
+	return known(names).Prepare(ctx, env)
 }
 
-// Prepare runs the Prepare step of every fault in names that has one.
-func Prepare(ctx context.Context, names []string, env *Env) error {
+// Build makes the faults names lists for one run (none makes nothing):
+// Kinds.Build of the named faults, after Check of each (an unknown word
+// is an *Unavailable).
+func Build(ctx context.Context, names []string, env *Env) ([]Fault, error) {
 	for _, n := range names {
-		if k := kinds[n]; k.Prepare != nil {
-			if err := k.Prepare(ctx, env); err != nil {
-				return fmt.Errorf("preparing fault %s: %w", n, err)
+		if n != None {
+			if err := Check(n, env.Settings); err != nil {
+				return nil, err
 			}
 		}
 	}
-	return nil
-}
-
-// Build makes the faults names lists for one run (none makes nothing),
-// checking each against env's settings first.
-func Build(ctx context.Context, names []string, env *Env) ([]Fault, error) {
-	var out []Fault
-	for _, n := range names {
-		if n == None {
-			continue
-		}
-		k := kinds[n]
-		if err := Check(n, env.Settings); err != nil {
-			return nil, err
-		}
-		if k.Needs.Docker && len(env.ServerNodes) == 0 {
-			return nil, fmt.Errorf("fault %s: the cluster has no server nodes", n)
-		}
-		f, err := k.Build(ctx, env)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, nil
+	return known(names).Build(ctx, env)
 }

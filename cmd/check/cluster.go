@@ -22,7 +22,7 @@ func failed(err error) error { return &exitError{harness.ExitFailed, err} }
 func newImageCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "The node image every container runs",
 		Example: "  check image build            # make fencecheck/node:<hash>; a run builds it when missing"}
-	var verbose bool
+	var verbose, all bool
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node images fencecheck/node:core-<hash> and fencecheck/node:<hash> locally (no registry needed)",
@@ -35,19 +35,30 @@ The node image, fencecheck/node:<hash>, adds Debian's servers on top of it
 first use; this builds both. Each tag is a hash of the inputs, so a rebuild is
 only needed when they change. One line per step; the tools' output goes to a
 log file (--verbose streams it).
+
+--all also compiles now every server build and agent program a run compiles on
+first use (etcd 3.5 and 3.7, kube-apiserver, the kubernetes backend's
+check-kubernetes), into the cache where every later run finds them: CI calls
+it so that no test waits for a compile, and each is paid once.
 `,
-		Example: "  check image build",
+		Example: "  check image build\n  check image build --all   # and every compile a run would make on first use",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withBuild(cmd, verbose, func(ctx context.Context, cli *client.Client, out *images.BuildOutput) error {
 				if _, err := images.BuildImage(ctx, cli, out); err != nil {
 					return failed(err)
 				}
+				if all {
+					if err := harness.CompileAll(ctx, cli, out); err != nil {
+						return failed(err)
+					}
+				}
 				return nil
 			})
 		},
 	}
 	build.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of debootstrap, apt, go and docker (default: one line per step, the rest in a log file)")
+	build.Flags().BoolVar(&all, "all", false, "also compile every server build and agent program a run would compile on first use (etcd 3.5/3.7, kube-apiserver, check-kubernetes)")
 	server := &cobra.Command{
 		Use:   "server BACKEND [VERSION]",
 		Short: "Build a shell-less server image in the official image's layout, for --server-image where no registry is at hand",

@@ -60,9 +60,7 @@ var kubeAPIServerBuilt struct {
 // ~250 MB of module downloads the first time). Progress goes to
 // progress, the compile as a step with its time.
 func KubeAPIServerBinary(ctx context.Context, goarch string, progress io.Writer) ([]byte, error) {
-	if progress == nil {
-		progress = io.Discard
-	}
+	out := buildOutputOf(progress)
 	kubeAPIServerBuilt.Lock()
 	defer kubeAPIServerBuilt.Unlock()
 	arch := archOrAmd64(goarch)
@@ -72,19 +70,20 @@ func KubeAPIServerBinary(ctx context.Context, goarch string, progress io.Writer)
 	path := kubeAPIServerCachePath(goarch)
 	if path != "" {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(progress, "compose: kube-apiserver %s (linux/%s) from the cache, %s\n", KubeAPIServerVersion, arch, path)
+			fmt.Fprintf(out, "compose: kube-apiserver %s (linux/%s) from the cache, %s\n", KubeAPIServerVersion, arch, path)
 			return kubeAPIServerKeep(arch, b), nil
 		}
 	}
-	b, err := buildKubeAPIServer(ctx, goarch, progress)
+	// A step like etcd's compile: a line with its time, a live line on a
+	// terminal, the go tool's output in the build log. The first compile
+	// takes minutes, and a run that printed nothing meanwhile looked hung.
+	step := out.Begin(fmt.Sprintf("kube-apiserver %s compile (go build, once: kept in the cache)", KubeAPIServerVersion))
+	b, err := buildKubeAPIServer(ctx, goarch, step)
 	if err != nil {
-		return nil, err
+		return nil, step.Fail(err, ctx.Err() != nil)
 	}
-	if path != "" {
-		if err := writeAtomically(path, b); err != nil {
-			fmt.Fprintf(progress, "compose: could not keep kube-apiserver in the cache: %v\n", err)
-		}
-	}
+	detail, _ := keepCompiled(path, b)
+	step.Done(detail)
 	return kubeAPIServerKeep(arch, b), nil
 }
 

@@ -30,7 +30,11 @@ type BuildOutput struct {
 	verbose bool
 	tty     bool
 	logDir  string
+	record  func(string)
 	now     func() time.Time
+	// heartbeat is how often a non-terminal writer gets a line naming
+	// the steps under way (heartbeatEvery; tests shorten it).
+	heartbeat time.Duration
 
 	mu      sync.Mutex
 	log     *os.File
@@ -49,7 +53,17 @@ type BuildOutputOptions struct {
 	// LogDir is where the log file of a build goes (BuildLogDir); "" keeps
 	// no log file (the failing step's last lines are still shown).
 	LogDir string
+	// Record, when set, also gets every line printed to the writer (the
+	// steps' lines, the build's own lines, the heartbeats), without a
+	// terminal's control codes: a run puts them in its check.log.
+	Record func(line string)
 }
+
+// heartbeatEvery is how often a writer that is not a terminal (a CI log,
+// a pipe) hears from steps still running, since it has no live line: a
+// first run's compiles take minutes, and silence that long looks like a
+// hang.
+const heartbeatEvery = 10 * time.Second
 
 // NewBuildOutput prints an image build's steps to w; a live status line is
 // kept only when w is a terminal.
@@ -57,7 +71,7 @@ func NewBuildOutput(w io.Writer, opts BuildOutputOptions) *BuildOutput {
 	if w == nil {
 		w = io.Discard
 	}
-	o := &BuildOutput{w: w, verbose: opts.Verbose, logDir: opts.LogDir, now: time.Now}
+	o := &BuildOutput{w: w, verbose: opts.Verbose, logDir: opts.LogDir, record: opts.Record, now: time.Now, heartbeat: heartbeatEvery}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		o.tty = true
 	}
@@ -166,11 +180,46 @@ func (o *BuildOutput) Begin(name string) *Step {
 		o.lineLocked("compose: " + name + " ...")
 	}
 	o.drawLocked()
-	if o.tty && !o.ticking {
+	switch {
+	case o.ticking:
+	case o.tty:
 		o.ticking = true
 		go o.tick()
+	case !o.verbose && o.w != io.Discard:
+		o.ticking = true
+		go o.beat()
 	}
 	return s
+}
+
+// beat prints, on a writer that is not a terminal, a line naming the steps
+// still running every heartbeat, so no compile goes unheard for longer.
+func (o *BuildOutput) beat() {
+	for {
+		time.Sleep(o.heartbeat)
+		o.mu.Lock()
+		if len(o.active) == 0 {
+			o.ticking = false
+			o.mu.Unlock()
+			return
+		}
+		o.lineLocked("  … still running: " + o.activeLocked())
+		o.mu.Unlock()
+	}
+}
+
+// activeLocked names the steps under way with their time so far, and the
+// last line of the only one.
+func (o *BuildOutput) activeLocked() string {
+	var parts []string
+	for _, s := range o.active {
+		p := fmt.Sprintf("%s %s", s.name, formatElapsed(o.now().Sub(s.start)))
+		if s.last != "" && len(o.active) == 1 {
+			p += ": " + s.last
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, " · ")
 }
 
 // tick redraws the status line while any step runs, so its clock moves.
@@ -193,17 +242,9 @@ func (o *BuildOutput) drawLocked() {
 	if !o.tty || o.verbose {
 		return
 	}
-	var parts []string
-	for _, s := range o.active {
-		p := fmt.Sprintf("%s %s", s.name, formatElapsed(o.now().Sub(s.start)))
-		if s.last != "" && len(o.active) == 1 {
-			p += ": " + s.last
-		}
-		parts = append(parts, p)
-	}
 	status := ""
-	if len(parts) > 0 {
-		status = "  … " + strings.Join(parts, " · ")
+	if len(o.active) > 0 {
+		status = "  … " + o.activeLocked()
 		if width, _, err := term.GetSize(int(o.w.(*os.File).Fd())); err == nil && width > 4 && len([]rune(status)) > width-1 {
 			status = string([]rune(status)[:width-2]) + "…"
 		}
@@ -215,8 +256,11 @@ func (o *BuildOutput) drawLocked() {
 	o.status = status
 }
 
-// lineLocked prints a line above the status line.
+// lineLocked prints a line above the status line (and records it).
 func (o *BuildOutput) lineLocked(s string) {
+	if o.record != nil {
+		o.record(s)
+	}
 	if o.tty && o.status != "" {
 		io.WriteString(o.w, "\r\033[K"+s+"\n"+o.status)
 		return

@@ -215,3 +215,64 @@ func TestBuildOutputDropsColourCodes(t *testing.T) {
 		t.Errorf("printed %q, logged %q", buf.String(), log)
 	}
 }
+
+// A writer that is not a terminal has no live line: while a step runs it
+// hears from it every heartbeat, and never about a step that has ended.
+func TestBuildOutputHeartbeatOnAPlainWriter(t *testing.T) {
+	var buf syncBuffer
+	o := NewBuildOutput(&buf, BuildOutputOptions{LogDir: t.TempDir()})
+	o.heartbeat = 20 * time.Millisecond
+	s := o.Begin("kube-apiserver v1.34.4 compile")
+	fmt.Fprintln(s, "go: downloading k8s.io/api v0.34.4")
+	deadline := time.Now().Add(10 * time.Second)
+	for strings.Count(buf.String(), "still running") < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	s.Done("146 MB")
+	o.Close()
+	out := buf.String()
+	if strings.Count(out, "  … still running: kube-apiserver v1.34.4 compile") < 2 {
+		t.Fatalf("no heartbeat naming the step:\n%s", out)
+	}
+	if !strings.Contains(out, ": go: downloading k8s.io/api v0.34.4") {
+		t.Errorf("the heartbeat does not carry the step's last line:\n%s", out)
+	}
+	after := len(out)
+	time.Sleep(100 * time.Millisecond)
+	if tail := buf.String()[after:]; tail != "" {
+		t.Errorf("lines after the step ended: %q", tail)
+	}
+}
+
+// Record gets every line the writer gets (for a run's check.log).
+func TestBuildOutputRecordsItsLines(t *testing.T) {
+	var buf bytes.Buffer
+	var recorded []string
+	o := NewBuildOutput(&buf, BuildOutputOptions{LogDir: t.TempDir(), Record: func(l string) { recorded = append(recorded, l) }})
+	s := o.Begin("etcd 3.5 compile")
+	s.Done("30 MB")
+	o.Linef("all built")
+	o.Close()
+	printed := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
+	if strings.Join(recorded, "\n") != strings.Join(printed, "\n") || len(recorded) != 3 {
+		t.Errorf("recorded %q, printed %q: want the same 3 lines", recorded, printed)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a heartbeat goroutine and a test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
