@@ -9,6 +9,7 @@ import (
 
 	_ "github.com/fencecheck/fencecheck/backends/all"
 	"github.com/fencecheck/fencecheck/backends/nats"
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/history"
@@ -18,12 +19,15 @@ import (
 )
 
 // The known answers of a lock in a JetStream bucket, on one warm cluster
-// (one nats-server compile, one cluster made, three runs): the bucket's
-// TTL expires a frozen holder's key and the next Create takes the lock,
-// so the frozen holder's late write lands unless the storage fences it by
-// the revision, and a client cut off from the servers loses nothing the
-// fence does not catch.
+// (one cluster made, three runs): the bucket's TTL expires a frozen
+// holder's key and the next Create takes the lock, so the frozen holder's
+// late write lands unless the storage fences it by the revision; and a
+// holder cut off from the servers, writing on after its lease has passed
+// to another, is refused by the fence.
 func TestDockerNatsKnownAnswers(t *testing.T) {
+	// One cluster made, three short runs on it; the nats-server compile
+	// comes from the cache (`check image build --all` made it).
+	dockertest.Budget(t, 4*time.Minute)
 	dockertest.Engine(t, engine.Connect)
 	agent := dockertest.CheckBinary(t)
 	clusters := harness.NewClustersUpTo(1)
@@ -37,7 +41,7 @@ func TestDockerNatsKnownAnswers(t *testing.T) {
 	config := func(t *testing.T, fencing, nemesis string) harness.Config {
 		return harness.Config{
 			Backend: nats.Name, Cluster: "docker", Nodes: 3, Fencing: fencing, Nemesis: []string{nemesis}, Clients: 5, Keys: 1,
-			TimeLimit: 12 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond,
+			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond,
 			NemesisInterval: 3 * time.Second, CheckTimeout: 2 * time.Minute, Store: t.TempDir(),
 			AgentBinary: agent,
 		}
@@ -78,12 +82,26 @@ func TestDockerNatsKnownAnswers(t *testing.T) {
 		}
 	})
 	t.Run("fenced-partition-client-valid", func(t *testing.T) {
-		out, events := run(t, config(t, "all", "partition-client"))
+		cfg := config(t, "all", "partition-client")
+		// The client that trusts its grant, working three leases in its
+		// critical section: the cut lands while it holds the lock (the
+		// fault takes a moment to apply), its renewals fail, another
+		// client takes the lock, and its write arrives late. The careful
+		// client would stop at its failed renewal, leaving the fence
+		// nothing to refuse (a verdict of unknown: no exposure).
+		cfg.LeaseCheck = registry.LeaseCheckNone
+		cfg.Work = 3 * cfg.LeaseTTL
+		cfg.PauseDuration = 3 * cfg.LeaseTTL
+		cfg.TimeLimit = 20 * time.Second
+		out, events := run(t, cfg)
 		if out.Result.Verdict != models.Valid {
 			t.Fatalf("verdict %s (%s), want valid", out.Result.Verdict, out.Result.Explanation)
 		}
 		if !faulted(events, "partition-client") {
 			t.Errorf("no partition-client took effect")
+		}
+		if n := count(events, lockclient.ErrorFenced); n == 0 {
+			t.Errorf("no late write of a cut-off holder was refused by the fence")
 		}
 	})
 }
