@@ -108,6 +108,13 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 			return err
 		}
 	}
+	// The sync setting is the one a power fault's verdict rests on: each
+	// server must say it runs with it, in DataDir.
+	for _, n := range nodes {
+		if err := d.checkStore(ctx, c, n); err != nil {
+			return err
+		}
+	}
 	if err := d.createBucket(ctx, c); err != nil {
 		return err
 	}
@@ -363,6 +370,39 @@ func (d *DB) Info() map[string]string {
 	}
 	return map[string]string{"lock service": fmt.Sprintf("nats-server %s (JetStream, %s) on %s; bucket %s, R=%d, TTL %s",
 		Server.Version, sync, strings.Join(d.nodes, ", "), Bucket, len(d.nodes), d.LeaseTTL)}
+}
+
+// checkStore asks node's server, on /varz, where it keeps its JetStream
+// data and whether it fsyncs every write, and compares both with what it
+// was configured with.
+func (d *DB) checkStore(ctx context.Context, c *engine.Cluster, node string) error {
+	body, err := backends.HTTPGetInNode(ctx, c, node, MonitorPort, "/varz")
+	if err != nil {
+		return err
+	}
+	return checkStoreAnswer(node, body, d.Sync == SyncAlways)
+}
+
+func checkStoreAnswer(node, body string, always bool) error {
+	var v struct {
+		JetStream struct {
+			Config *struct {
+				StoreDir   string `json:"store_dir"`
+				SyncAlways bool   `json:"sync_always"`
+			} `json:"config"`
+		} `json:"jetstream"`
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || v.JetStream.Config == nil {
+		return fmt.Errorf("%s: /varz has no JetStream configuration: %q", node, tailOf(strings.TrimSpace(body), 200))
+	}
+	cfg := v.JetStream.Config
+	if !strings.HasPrefix(cfg.StoreDir, DataDir) {
+		return fmt.Errorf("%s: nats-server keeps its JetStream data in %q, not in %s", node, cfg.StoreDir, DataDir)
+	}
+	if cfg.SyncAlways != always {
+		return fmt.Errorf("%s: nats-server says sync_always is %t, but it was configured %t", node, cfg.SyncAlways, always)
+	}
+	return nil
 }
 
 // VersionQuery says how AskVersion asks.

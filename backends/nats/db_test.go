@@ -121,3 +121,25 @@ func TestOutcome(t *testing.T) {
 		t.Error("busy misreads a wrong last sequence")
 	}
 }
+
+// The servers' own word on their store: where, and whether every write is
+// synced, as configured.
+func TestCheckStoreAnswer(t *testing.T) {
+	always := `{"version":"2.15.3","jetstream":{"config":{"max_memory":1,"store_dir":"/var/lib/fencecheck/nats/jetstream","sync_always":true}}}`
+	def := `{"version":"2.15.3","jetstream":{"config":{"max_memory":1,"store_dir":"/var/lib/fencecheck/nats/jetstream","sync_interval":120000000000}}}`
+	if err := checkStoreAnswer("n1", always, true); err != nil {
+		t.Error(err)
+	}
+	if err := checkStoreAnswer("n1", def, false); err != nil {
+		t.Error(err)
+	}
+	if err := checkStoreAnswer("n1", def, true); err == nil {
+		t.Error("a server without sync_always passed for always")
+	}
+	if err := checkStoreAnswer("n1", `{"jetstream":{"config":{"store_dir":"/tmp/nats"}}}`, false); err == nil {
+		t.Error("a store outside DataDir passed")
+	}
+	if err := checkStoreAnswer("n1", `{"version":"2.15.3"}`, false); err == nil {
+		t.Error("a server without JetStream passed")
+	}
+}
