@@ -79,11 +79,11 @@ type Client struct {
 	kv jetstream.KeyValue // bound on first use
 }
 
-// NewClient connects to the servers at endpoints (nats://host:port). The
-// connection is the one a user of the lock would open: it reconnects on
-// its own, but never buffers a publish while it is disconnected (such a
-// publish would leave at an unknown time), so one that cannot be sent
-// fails at once.
+// NewClient connects to the servers at endpoints (nats://host:port), and
+// to no other. The connection is the one a user of the lock would open: it
+// reconnects on its own, but never buffers a publish while it is
+// disconnected (such a publish would leave at an unknown time), so one
+// that cannot be sent fails at once.
 func NewClient(ctx context.Context, endpoints []string, recipe string, ttl time.Duration, process int, storage fenced.Storage) (*Client, error) {
 	if recipe != Recipes[0] {
 		return nil, fmt.Errorf("nats has no recipe %q (accepted: %s)", recipe, strings.Join(Recipes, ", "))
@@ -102,6 +102,11 @@ func NewClient(ctx context.Context, endpoints []string, recipe string, ttl time.
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(100*time.Millisecond),
 		nats.ReconnectBufSize(-1),
+		// The servers it is given are all it speaks to: with
+		// --client-endpoints one, a client bound to a frozen server
+		// hangs with it, as Jepsen's did, rather than move to one the
+		// cluster gossiped.
+		nats.IgnoreDiscoveredServers(),
 		nats.PingInterval(max(ttl/2, time.Second)),
 		nats.MaxPingsOutstanding(2),
 	)
