@@ -52,7 +52,7 @@ func init() {
 		Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:   MinTTL,
 		Builds: map[string]string{registry.DefaultVersion: "nats-server " + ServerVersion +
-			" built from the Go module proxy on first use (cached); Debian's nats-server 2.9.10 is not offered: it is not in the node image, and it predates per-key TTLs (2.11)"},
+			" built from the Go module proxy on first use (cached); Debian's nats-server 2.9.10 would run the recipe but is not in the node image"},
 		Nodes: []int{3, 5},
 		NoClockFaults: "nats-server is a static Go binary: libfaketime cannot be preloaded into it, so a clock fault would not reach " +
 			"the servers that expire the bucket's keys; the clock faults run on redis, postgres and zookeeper",
