@@ -366,6 +366,54 @@ func VersionUsage() string {
 		DefaultVersion, strings.Join(parts, " · "))
 }
 
+// NodesUsage says which --nodes counts the backends take, for the flag's
+// help, from their Nodes and ClientNodes: "etcd, nats and zookeeper: 3 or
+// 5; with --client, redis: 1, 3 or 5; the other backends' count is fixed".
+func NodesUsage() string {
+	type group struct {
+		counts string
+		names  []string
+	}
+	var own, client []group
+	add := func(gs []group, counts []int, name string) []group {
+		var c []string
+		for _, n := range counts {
+			c = append(c, fmt.Sprint(n))
+		}
+		key := OrList(c)
+		for i := range gs {
+			if gs[i].counts == key {
+				gs[i].names = append(gs[i].names, name)
+				return gs
+			}
+		}
+		return append(gs, group{key, []string{name}})
+	}
+	for _, b := range infos {
+		if len(b.Nodes) > 0 {
+			own = add(own, b.Nodes, b.Name)
+		}
+		if len(b.ClientNodes) > 0 {
+			client = add(client, b.ClientNodes, b.Name)
+		}
+	}
+	var parts []string
+	for _, g := range own {
+		parts = append(parts, fmt.Sprintf("%s: %s", andList(g.names), g.counts))
+	}
+	for _, g := range client {
+		parts = append(parts, fmt.Sprintf("with --client, %s: %s", andList(g.names), g.counts))
+	}
+	return strings.Join(append(parts, "the other backends' count is fixed"), "; ")
+}
+
+func andList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 // Flag finds backend b's own flag.
 func (b Info) Flag(name string) (usage.Flag, bool) { return usage.Find(b.Flags, name) }
 

@@ -13,7 +13,7 @@ import (
 // Every backend describes itself completely: the harness relies on each
 // field it asks about.
 func TestEveryBackendDescribesItself(t *testing.T) {
-	want := []string{"etcd", "kubernetes", "memory", "postgres", "redis", "zookeeper"}
+	want := []string{"etcd", "kubernetes", "memory", "nats", "postgres", "redis", "zookeeper"}
 	if got := registry.Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -68,7 +68,7 @@ func TestCapabilities(t *testing.T) {
 	if got := registry.DefaultBackend(); got != "memory" {
 		t.Errorf("DefaultBackend() = %q, want the one that runs in process (memory)", got)
 	}
-	if got := registry.OpenToClients(); !slices.Equal(got, []string{"etcd", "kubernetes", "postgres", "redis", "zookeeper"}) {
+	if got := registry.OpenToClients(); !slices.Equal(got, []string{"etcd", "kubernetes", "nats", "postgres", "redis", "zookeeper"}) {
 		t.Errorf("OpenToClients() = %v", got)
 	}
 	if got := registry.OrList([]string{"a", "b", "c"}); got != "a, b or c" {

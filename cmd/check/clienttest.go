@@ -57,7 +57,7 @@ there. Exit 0 when every check passed, 1 when one failed.`,
 	f.StringVar(&cfg.Backend, "backend", "", "the lock service: "+registry.OrList(registry.OpenToClients()))
 	f.StringVar(&cfg.Storage, "storage", "", "the resource the client writes: the fenced storage node (default), or a storage it writes with its own fence check (postgres; etcd with --backend etcd)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "the lease the client is told to use")
-	f.IntVar(&cfg.Nodes, "nodes", 0, "lock servers: 3 or 5 for etcd and zookeeper (default 3); 1, 3 or 5 Redis masters (default 1; a Redlock client needs 5)")
+	f.IntVar(&cfg.Nodes, "nodes", 0, "lock servers (default: the backend's own count): "+registry.NodesUsage())
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary for the containers (default: $FENCECHECK_BINARY, else this one)")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd

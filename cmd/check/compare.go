@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compare"
 	"github.com/fencecheck/fencecheck/compare/result"
 	"github.com/fencecheck/fencecheck/harness"
@@ -112,7 +113,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	base := compare.DefaultBase()
 	f.IntVar(&spec.Base.Clients, "clients", base.Clients, "concurrent client processes in every run")
 	f.IntVar(&spec.Base.Keys, "keys", base.Keys, "independent locks in every run")
-	f.IntVar(&spec.Base.Nodes, "nodes", base.Nodes, "server nodes of every docker cluster (etcd and ZooKeeper: 3 or 5)")
+	f.IntVar(&spec.Base.Nodes, "nodes", base.Nodes, "server nodes of every docker cluster ("+registry.NodesUsage()+")")
 	f.DurationVar(&spec.Base.LeaseTTL, "lease-ttl", base.LeaseTTL, "lease length in every run")
 	f.BoolVar(&spec.Base.FreshCluster, "fresh-cluster", false, "give every run a new Docker cluster (default: a run takes the cluster a finished run of the same backend, server count and clients left, with its processes killed and its data removed)")
 	f.BoolVar(&spec.FullTime, "full-time", false, "run every cell for its whole time limit (default: a run ends its workload at its first violation)")

@@ -211,7 +211,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&rf.keepGoing, "keep-going", false, "with --test-count, run every test even after one that is not valid")
 	f.IntVar(&cfg.Keys, "keys", 1, "independent locks, each guarding its own resource")
 	f.StringVar((*string)(&cfg.Cluster), "cluster", "", "where the system runs: inprocess (memory only) or docker (default for every backend but memory)")
-	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes of etcd and zookeeper: 3 or 5; with --client on redis, 1, 3 or 5 masters (a Redlock client needs 5; the other backends' count is fixed)")
+	f.IntVar(&cfg.Nodes, "nodes", 3, "server nodes: "+registry.NodesUsage())
 	f.StringVar(&cfg.ServerVersion, "server-version", "", registry.VersionUsage())
 	f.StringVar(&cfg.ServerImage, "server-image", "", "run the lock servers from this image instead of the node image's build, following the official image's conventions, every fault applied from outside it (etcd, redis; e.g. gcr.io/etcd-development/etcd:v3.6.16 or redis:7.2, pulled beforehand: fencecheck never pulls; docs/server-images.md)")
 	f.DurationVar(&cfg.TimeLimit, "time-limit", 30*time.Second, "how long the workload runs")
