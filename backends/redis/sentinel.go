@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -181,11 +182,14 @@ func (d *DB) setupSentinel(ctx context.Context, c *engine.Cluster) error {
 // restarted node comes back as what Sentinel last made it, as a server
 // whose configuration file Sentinel rewrote would), and every server
 // refuses writes without enough good replicas with --redis-min-replicas.
+// A full resynchronisation starts at once (Redis waits 5 s for more
+// replicas to share the transfer by default): setup is 5 s shorter, and a
+// demoted master is a copy of the new one sooner.
 func (d *DB) serverArgs(ctx context.Context, c *engine.Cluster, node string) []string {
 	if d.Topology != Sentinel {
 		return nil
 	}
-	var args []string
+	args := []string{"--repl-diskless-sync-delay", "0"}
 	if n := d.Sentinel.MinReplicas; n > 0 {
 		args = append(args, "--min-replicas-to-write", fmt.Sprint(n), "--min-replicas-max-lag", fmt.Sprint(minReplicasMaxLag))
 	}
@@ -202,49 +206,72 @@ func (d *DB) serverArgs(ctx context.Context, c *engine.Cluster, node string) []s
 }
 
 // sentinelMaster asks every node's Sentinel which node is the master and
-// takes the answer most of those who answered gave ("" when none did).
-// A Sentinel cut off with the old master still names it; the majority's
-// answer is the one clients on the majority's side get.
+// takes the answer most of those who answered gave. A Sentinel cut off
+// with the old master still names it; the majority's answer is the one
+// clients on the majority's side get. It asks up to three times, 300 ms
+// apart (each Sentinel given 5 s: docker exec alone takes seconds on a
+// loaded machine), before it says that no Sentinel named a master.
 func (d *DB) sentinelMaster(ctx context.Context, c *engine.Cluster) (string, error) {
-	answers := d.askSentinels(ctx, c)
-	count := map[string]int{}
-	best := ""
-	for _, m := range answers {
-		if m == "" {
-			continue
+	var why []string
+	for try := 0; try < 3; try++ {
+		if try > 0 {
+			select {
+			case <-ctx.Done():
+				return "", ctx.Err()
+			case <-time.After(300 * time.Millisecond):
+			}
 		}
-		count[m]++
-		if count[m] > count[best] || (count[m] == count[best] && m < best) {
-			best = m
+		answers, errs := d.askSentinels(ctx, c)
+		count := map[string]int{}
+		best := ""
+		for _, m := range answers {
+			if m == "" {
+				continue
+			}
+			count[m]++
+			if count[m] > count[best] || (count[m] == count[best] && m < best) {
+				best = m
+			}
 		}
+		if best != "" {
+			return best, nil
+		}
+		why = errs
 	}
-	if best == "" {
-		return "", fmt.Errorf("no Sentinel named the master")
-	}
-	return best, nil
+	return "", fmt.Errorf("no Sentinel named the master (%s)", strings.Join(why, "; "))
 }
 
 // askSentinels asks each node's Sentinel for the master's address, by
-// node ("" where it did not answer, e.g. a paused node).
-func (d *DB) askSentinels(ctx context.Context, c *engine.Cluster) map[string]string {
-	out := map[string]string{}
+// node ("" where it did not answer, e.g. a paused node, and then why in
+// errs).
+func (d *DB) askSentinels(ctx context.Context, c *engine.Cluster) (masters map[string]string, errs []string) {
+	masters = map[string]string{}
 	var mu sync.Mutex
 	_ = backends.OnEachNode(d.nodes, func(_ int, n string) error {
-		qctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		qctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		res, err := c.Exec(qctx, n, []string{"redis-cli", "-p", fmt.Sprint(SentinelPort), "SENTINEL", "get-master-addr-by-name", MasterName})
-		node := ""
-		if err == nil && res.ExitCode == 0 {
-			if f := strings.Fields(res.Stdout); len(f) == 2 {
-				node = d.nodeOf(f[0])
+		node, why := "", ""
+		switch f := strings.Fields(res.Stdout); {
+		case err != nil:
+			why = err.Error()
+		case res.ExitCode != 0 || len(f) != 2:
+			why = fmt.Sprintf("answered %q, exit %d", strings.TrimSpace(res.Stdout+" "+res.Stderr), res.ExitCode)
+		default:
+			if node = d.nodeOf(f[0]); node == "" {
+				why = "named " + f[0] + ", no node of this cluster"
 			}
 		}
 		mu.Lock()
-		out[n] = node
-		mu.Unlock()
+		defer mu.Unlock()
+		masters[n] = node
+		if why != "" {
+			errs = append(errs, n+": "+why)
+		}
 		return nil
 	})
-	return out
+	sort.Strings(errs)
+	return masters, errs
 }
 
 // nodeOf names the node at ip ("" for none of ours).

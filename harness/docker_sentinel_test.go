@@ -1,0 +1,67 @@
+package harness
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fencecheck/fencecheck/backends/redis"
+	"github.com/fencecheck/fencecheck/models"
+)
+
+// Redis as people deploy it (--redis-topology sentinel): the known
+// answers, on one cluster the runs hand on warm to each other.
+//
+//   - setnx-incr, --fencing all, pause-holder, no server fault: valid as
+//     on one master, and no failover happens (the servers are never hit);
+//   - setnx, --fencing none, partition-primary: the master cut off from
+//     the replicas and Sentinels, the majority promotes a replica while
+//     clients still reach the old master: two holders, invalid, with the
+//     failover in the history.
+func TestDockerRedisSentinelKnownAnswers(t *testing.T) {
+	p := NewClusters()
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		if err := p.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	run := func(cfg Config) *RunResult {
+		t.Helper()
+		start := time.Now()
+		out, err := runWith(quiet(), cfg, testWriter{t}, &runState{clusters: p})
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		t.Logf("%s under %s: %s in %s (cluster %s)", cfg.Recipe, strings.Join(cfg.Nemesis, ","), out.Result.Verdict,
+			time.Since(start).Round(time.Second), paramValue(out, "docker cluster"))
+		return out
+	}
+	sentinel := func(recipe, fencing, fault string) Config {
+		cfg := dockerConfig(t, "redis", fencing, fault)
+		cfg.Recipe = recipe
+		cfg.Options = map[string]string{redis.TopologyFlag: redis.Sentinel}
+		cfg.TimeLimit = 12 * time.Second
+		return cfg
+	}
+
+	out := run(sentinel(redis.SetNXIncr, "all", "pause-holder"))
+	wantDocker(t, out, models.Valid)
+	if n := nemesisEvents(t, out, FailoverEvent); n != 0 {
+		t.Errorf("%d failovers with no server fault (store %s)", n, out.Dir)
+	}
+	if fencedOps(t, out) == 0 {
+		t.Errorf("no stale op was fenced: the frozen holder never came back late (store %s)", out.Dir)
+	}
+
+	out = run(sentinel(redis.SetNX, "none", "partition-primary"))
+	wantDocker(t, out, models.Invalid)
+	if nemesisEvents(t, out, FailoverEvent) == 0 {
+		t.Errorf("partition-primary with no failover recorded (store %s)", out.Dir)
+	}
+	if got := paramValue(out, "docker cluster"); !strings.HasPrefix(got, "warm") {
+		t.Errorf("the second run's cluster: %q, want warm", got)
+	}
+}
