@@ -15,10 +15,14 @@ import (
 //
 //   - setnx-incr, --fencing all, pause-holder, no server fault: valid as
 //     on one master, and no failover happens (the servers are never hit);
-//   - setnx, --fencing none, partition-primary: the master cut off from
-//     the replicas and Sentinels, the majority promotes a replica while
-//     clients still reach the old master: two holders, invalid, with the
-//     failover in the history.
+//   - setnx, --fencing none, partition-primary-clients: the master and
+//     some clients cut off from the replicas, the Sentinels and the other
+//     clients; the majority promotes a replica while the clients on the old
+//     master's side still write to it: two holders, invalid, with the
+//     failover in the history. (Under plain partition-primary every client
+//     reaches every node, and whether one stays on the old master depends on
+//     which Sentinel it asked first: invalid in 2 of 3 runs of 20 s,
+//     docs/backends.md, too uncertain for a known answer.)
 func TestDockerRedisSentinelKnownAnswers(t *testing.T) {
 	p := NewClusters()
 	defer func() {
@@ -56,10 +60,10 @@ func TestDockerRedisSentinelKnownAnswers(t *testing.T) {
 		t.Errorf("no stale op was fenced: the frozen holder never came back late (store %s)", out.Dir)
 	}
 
-	out = run(sentinel(redis.SetNX, "none", "partition-primary"))
+	out = run(sentinel(redis.SetNX, "none", "partition-primary-clients"))
 	wantDocker(t, out, models.Invalid)
 	if nemesisEvents(t, out, FailoverEvent) == 0 {
-		t.Errorf("partition-primary with no failover recorded (store %s)", out.Dir)
+		t.Errorf("partition-primary-clients with no failover recorded (store %s)", out.Dir)
 	}
 	if got := paramValue(out, "docker cluster"); !strings.HasPrefix(got, "warm") {
 		t.Errorf("the second run's cluster: %q, want warm", got)
