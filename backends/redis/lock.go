@@ -50,6 +50,10 @@ const (
 	no      answer = iota // it answered: not done (busy, not ours), or refused (definite)
 	yes                   // it answered: done
 	unknown               // no answer: it may have been done
+	// unreplicated: done, but too few replicas acknowledged it in time
+	// (setnx-incr-wait's WAIT), so the recipe does not count it: it must be
+	// undone like a yes.
+	unreplicated
 )
 
 // nodeOutcome classifies one master's error: an error reply is the server
@@ -175,14 +179,14 @@ func (m *masters) tryLock(ctx context.Context, key, value string) (attempt, erro
 				return no, nil
 			}
 			if m.waitReplicas > 0 {
-				// Set but not known to be on enough replicas: not ours, and
-				// released below like a set whose answer was lost.
+				// Set for certain but not known to be on enough replicas:
+				// not ours, and released below.
 				n, err := node.(*goredis.Conn).Wait(ctx, m.waitReplicas, m.waitTimeout).Result()
 				if err != nil {
-					return unknown, fmt.Errorf("WAIT after the grant: %w", err)
+					return unreplicated, fmt.Errorf("WAIT after the grant: %w", err)
 				}
 				if n < int64(m.waitReplicas) {
-					return unknown, fmt.Errorf("WAIT: %d of %d replicas acknowledged the grant within %s", n, m.waitReplicas, m.waitTimeout)
+					return unreplicated, fmt.Errorf("WAIT: %d of %d replicas acknowledged the grant within %s", n, m.waitReplicas, m.waitTimeout)
 				}
 			}
 			tokenMu.Lock()
