@@ -65,9 +65,12 @@ func TestDockerRedisSentinelKnownAnswers(t *testing.T) {
 	// timeout (12 s by default): with 3 s it comes back as a new process
 	// that asks again, so the majority's side works during the split, as
 	// clients with a timeout of a few seconds do (with 12 s, 1 of 3 runs
-	// of 20 s was valid: docs/backends.md).
+	// of 20 s was valid: docs/backends.md). The op timeout must outlast a
+	// pause (2 s here, the lease), and the partition lasts the nemesis
+	// interval (6 s ± 25 %): the promotion comes 1–3 s into it, and the
+	// majority's clients are back by 3 s.
 	cfg := sentinel(redis.SetNX, "none", "partition-primary-clients")
-	cfg.OpTimeout = 3 * time.Second
+	cfg.OpTimeout, cfg.PauseDuration, cfg.NemesisInterval, cfg.TimeLimit = 3*time.Second, 2*time.Second, 6*time.Second, 15*time.Second
 	out = run(cfg)
 	wantDocker(t, out, models.Invalid)
 	if nemesisEvents(t, out, FailoverEvent) == 0 {
