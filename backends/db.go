@@ -57,6 +57,16 @@ type DB interface {
 	Info() map[string]string
 }
 
+// LeaderWatcher is a DB whose service moves its leader by itself (Redis
+// Sentinel's failovers). The harness watches it during the workload and
+// records each move beside the faults, as a nemesis event "failover"
+// (docs/history.md): moved(true, old) when a failover begins,
+// moved(false, new) when the new leader is named, moved(false, "") when
+// the watch ended with a failover begun and no leader named.
+type LeaderWatcher interface {
+	WatchLeader(ctx context.Context, c *engine.Cluster, moved func(begun bool, node string))
+}
+
 // Preparer is a DB that needs something made on the host before its
 // servers can start (etcd's builds compiled on demand). The harness calls
 // Prepare in the run's image phase, before any container exists, with

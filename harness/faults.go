@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/history"
@@ -101,4 +102,43 @@ func (t *Test) checkFaults() error {
 		return faultUsage(err)
 	}
 	return faultUsage(nemesis.CheckFlags(c.Nemesis, c.Options))
+}
+
+// FailoverEvent is the nemesis event's f for a leader the lock service
+// replaced by itself (backends.LeaderWatcher): not a fault fencecheck
+// injected, but shown beside them.
+const FailoverEvent = "failover"
+
+// watchLeader records, until stop is called, each leader change the lock
+// service makes by itself: an invoke naming the old leader when a
+// failover begins, an info naming the new one when it is named.
+func watchLeader(sys System, rec *history.Recorder) (stop func()) {
+	ds, ok := sys.(*dockerSystem)
+	if !ok {
+		return func() {}
+	}
+	w, ok := ds.db.(backends.LeaderWatcher)
+	if !ok {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.WatchLeader(ctx, ds.cluster, func(begun bool, node string) {
+			ev := history.Event{Process: history.NemesisProcess, Type: history.Info, F: FailoverEvent}
+			switch {
+			case begun:
+				ev.Type, ev.Nodes = history.Invoke, []string{node}
+				ds.logf("the lock service began a failover of %s", node)
+			case node != "":
+				ev.Nodes = []string{node}
+				ds.logf("the lock service promoted %s", node)
+			default:
+				ev.Error = "no new leader was named before the workload ended"
+			}
+			rec.Record(ev)
+		})
+	}()
+	return func() { cancel(); <-done }
 }

@@ -61,7 +61,9 @@ func (r *run) workloadPhases() (phasesDone, error) {
 		Log:           logf,
 	}
 	wl := workload{cfg: cfg, sys: r.sys, rec: r.rec, claims: claims, logf: logf}
+	stopWatch := watchLeader(r.sys, r.rec)
 	d := r.drive(wl, sched)
+	stopWatch()
 	interrupted := stop.Err() != nil
 	if interrupted && d.wl.err != nil && errors.Is(d.wl.err, context.Canceled) {
 		// A client cut short while it was being opened: the interrupt's

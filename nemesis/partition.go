@@ -38,6 +38,12 @@ const (
 	// ClientFromStorage cuts the current holder off from the storage; it
 	// still reaches the servers.
 	ClientFromStorage Shape = "client-storage"
+	// PrimaryWithClients cuts the node the lock service says leads, with
+	// half the client slots (drawn each time, at least one), off from the
+	// other servers and the other clients: Jepsen's split brain of 2013,
+	// where clients on the old leader's side still reach it and nothing
+	// else. Everyone still reaches the storage.
+	PrimaryWithClients Shape = "primary-clients"
 )
 
 // ServerShapes are the shapes the plain `partition` fault picks from.
@@ -58,6 +64,7 @@ func init() {
 		{"partition-primary", []Shape{IsolatePrimary}, "cut the node the lock service says leads off from the other servers"},
 		{"partition-client", []Shape{ClientFromServers}, "cut a lease holder's client off from every server (it still reaches the storage)"},
 		{"partition-client-storage", []Shape{ClientFromStorage}, "cut a lease holder's client off from the storage (it still reaches the servers)"},
+		{"partition-primary-clients", []Shape{PrimaryWithClients}, "cut the leader and half the clients off from the other servers and clients (a split brain: clients on its side still reach the old leader)"},
 	} {
 		registerPartition(p.name, p.shapes, p.summary)
 	}
@@ -67,8 +74,8 @@ func registerPartition(name string, shapes []Shape, summary string) {
 	needs := Needs{Docker: true, Servers: 1 << 30}
 	for _, s := range shapes {
 		needs.Servers = min(needs.Servers, s.minServers())
-		needs.Leader = needs.Leader || s == IsolatePrimary
-		needs.CutsClient = needs.CutsClient || s == ClientFromServers || s == ClientFromStorage
+		needs.Leader = needs.Leader || s == IsolatePrimary || s == PrimaryWithClients
+		needs.CutsClient = needs.CutsClient || s == ClientFromServers || s == ClientFromStorage || s == PrimaryWithClients
 	}
 	// A cut of the holder's own client is aimed at the holder.
 	aims := slices.Contains(shapes, ClientFromServers) || slices.Contains(shapes, ClientFromStorage)
@@ -80,9 +87,10 @@ func registerPartition(name string, shapes []Shape, summary string) {
 			}
 			return nil
 		},
-		Build: func(_ context.Context, env *Env) (Fault, error) {
+		Build: func(ctx context.Context, env *Env) (Fault, error) {
+			slots, _ := env.Slots(ctx)
 			return &Partition{Label: name, Cluster: env.Cluster, Shapes: PossibleShapes(shapes, len(env.ServerNodes)),
-				Servers: env.ServerNodes, Storage: env.Storage, Primary: env.Primary,
+				Servers: env.ServerNodes, Clients: slots, Storage: env.Storage, Primary: env.Primary,
 				Holder: func(ctx context.Context) string { return env.Holders().Wait(ctx) }}, nil
 		}})
 }
@@ -139,6 +147,8 @@ type Partition struct {
 	Shapes []Shape
 	// Servers are the lock service's nodes (n1..nN).
 	Servers []string
+	// Clients are the client slots (c1..cN), for PrimaryWithClients.
+	Clients []string
 	// Storage is the storage node, for ClientFromStorage.
 	Storage string
 	// Primary names the node that leads now, for IsolatePrimary.
@@ -163,7 +173,7 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) ([]string, error)
 	shape := p.Shapes[rng.IntN(len(p.Shapes))]
 	var primary, holder string
 	switch shape {
-	case IsolatePrimary:
+	case IsolatePrimary, PrimaryWithClients:
 		if p.Primary == nil {
 			return nil, fmt.Errorf("%s: the lock service cannot name its primary", p.Label)
 		}
@@ -182,7 +192,14 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) ([]string, error)
 			return nil, nil
 		}
 	}
-	g, order, err := shape.Grudge(rng, p.Servers, primary, holder, p.Storage)
+	var g Grudge
+	var order []string
+	var err error
+	if shape == PrimaryWithClients {
+		g, order, err = primarySide(rng, p.Servers, p.Clients, primary)
+	} else {
+		g, order, err = shape.Grudge(rng, p.Servers, primary, holder, p.Storage)
+	}
 	if err != nil || len(g) == 0 {
 		return nil, err
 	}
@@ -315,6 +332,28 @@ func (s Shape) Grudge(rng *rand.Rand, servers []string, primary, holder, storage
 		return g, []string{holder, storage}, nil
 	}
 	return nil, nil, fmt.Errorf("unknown partition shape %q", s)
+}
+
+// primarySide is PrimaryWithClients' grudge: the primary and half the
+// clients (at least one, drawn with rng) on one side, the other servers
+// and clients on the other. It returns the nodes it cut, the primary
+// first, then its clients, then the other side.
+func primarySide(rng *rand.Rand, servers, clients []string, primary string) (Grudge, []string, error) {
+	if !slices.Contains(servers, primary) {
+		return nil, nil, fmt.Errorf("the primary %q is not a server node (%s)", primary, strings.Join(servers, ", "))
+	}
+	rest := slices.DeleteFunc(slices.Clone(servers), func(n string) bool { return n == primary })
+	if len(rest) == 0 || len(clients) == 0 {
+		return nil, nil, nil
+	}
+	cs := slices.Clone(clients)
+	rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
+	half := max(len(cs)/2, 1)
+	side := append([]string{primary}, cs[:half]...)
+	other := append(rest, cs[half:]...)
+	g := Grudge{}
+	g.cutAcross(side, other)
+	return g, append(side, other...), nil
 }
 
 // majoritiesRing is Jepsen's majorities-ring over shuffled nodes: every

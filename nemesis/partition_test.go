@@ -178,3 +178,39 @@ func TestHolders(t *testing.T) {
 		t.Errorf("Wait with nobody holding = %q", s)
 	}
 }
+
+// The split brain: the primary and some clients on one side, the other
+// servers and the rest of the clients on the other, each side whole, the
+// storage cut from nobody.
+func TestPrimaryWithClientsSplitsServersAndClients(t *testing.T) {
+	servers := nodeNames(3)
+	clients := []string{"c1", "c2", "c3", "c4", "c5"}
+	for seed := range uint64(20) {
+		g, order, err := primarySide(rand.New(rand.NewPCG(seed, 1)), servers, clients, "n2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		symmetric(t, g)
+		if order[0] != "n2" || len(order) != 8 {
+			t.Fatalf("order %v", order)
+		}
+		side := order[:3] // n2 and half of five clients: two
+		for _, a := range order {
+			for _, b := range order {
+				cut := slices.Contains(g[a], b)
+				if same := slices.Contains(side, a) == slices.Contains(side, b); cut == same {
+					t.Errorf("seed %d: %s and %s cut %v, same side %v (side %v)", seed, a, b, cut, same, side)
+				}
+			}
+		}
+		if _, ok := g["storage"]; ok {
+			t.Errorf("the storage is cut")
+		}
+	}
+	if _, _, err := primarySide(rand.New(rand.NewPCG(1, 1)), servers, clients, "n9"); err == nil {
+		t.Errorf("a primary that is no server was accepted")
+	}
+	if g, _, _ := primarySide(rand.New(rand.NewPCG(1, 1)), servers, []string{"c1"}, "n1"); !slices.Contains(g["c1"], "n2") || slices.Contains(g["c1"], "n1") {
+		t.Errorf("one client: it goes with the primary: %v", g)
+	}
+}

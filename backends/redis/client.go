@@ -53,12 +53,16 @@ type Client struct {
 }
 
 // NewClient makes a client of the recipe over the masters at endpoints
-// (redis://host:port). It dials lazily: a master that is down makes ops
-// fail later, not the client.
+// (redis://host:port), or over the master the Sentinels at endpoints name
+// (redis-sentinel://host:port/<master name>). It dials lazily: a master
+// that is down makes ops fail later, not the client.
 func NewClient(endpoints []string, recipe string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
 	want, err := Servers(recipe)
 	if err != nil {
 		return nil, err
+	}
+	if len(endpoints) > 0 && strings.HasPrefix(endpoints[0], sentinelScheme) {
+		return newFailoverClient(endpoints, recipe, ttl, storage)
 	}
 	if len(endpoints) != want {
 		return nil, fmt.Errorf("recipe %s needs %s, got %s", recipe, words.Plural(want, "Redis endpoint"), endpointList(endpoints))
@@ -92,10 +96,53 @@ func NewClient(endpoints []string, recipe string, ttl time.Duration, storage fen
 		nodes = append(nodes, goredis.NewClient(opt))
 		addrs = append(addrs, opt.Addr)
 	}
+	return newClient(recipe, nodes, addrs, ttl, storage), nil
+}
+
+func newClient(recipe string, nodes []*goredis.Client, addrs []string, ttl time.Duration, storage fenced.Storage) *Client {
 	host, _ := os.Hostname()
 	c := &Client{lock: newMasters(recipe, nodes, addrs, ttl), ttl: ttl, name: host}
 	c.Guard = fenced.Guard{Storage: storage, Check: c.leases.Check}
-	return c, nil
+	return c
+}
+
+// sentinelScheme starts a Sentinel's endpoint.
+const sentinelScheme = "redis-sentinel://"
+
+// newFailoverClient is the client of the sentinel topology: go-redis's
+// failover client, which asks the Sentinels (all at once, the first to
+// answer wins and is kept) for the master's address whenever it dials,
+// and listens on that Sentinel's +switch-master to drop its connections
+// to a replaced master. Requests are sent once, as to a plain master.
+func newFailoverClient(endpoints []string, recipe string, ttl time.Duration, storage fenced.Storage) (*Client, error) {
+	var sentinels []string
+	master := ""
+	for _, ep := range endpoints {
+		rest, ok := strings.CutPrefix(ep, sentinelScheme)
+		host, name, _ := strings.Cut(rest, "/")
+		if !ok || host == "" || name == "" || (master != "" && name != master) {
+			return nil, fmt.Errorf("endpoint %s: a Sentinel is given as %shost:port/<master name>, the same name for every Sentinel", ep, sentinelScheme)
+		}
+		master = name
+		sentinels = append(sentinels, host)
+	}
+	opt := &goredis.FailoverOptions{
+		MasterName:    master,
+		SentinelAddrs: sentinels,
+		// As NewClient's: every request sent once, bounded by the op's
+		// context.
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		DialTimeout:           max(ttl, time.Second),
+		ReadTimeout:           -1,
+		WriteTimeout:          -1,
+		ContextTimeoutEnabled: true,
+		PoolSize:              8,
+		Protocol:              2,
+		DisableIdentity:       true,
+	}
+	node := goredis.NewFailoverClient(opt)
+	return newClient(recipe, []*goredis.Client{node}, []string{"master " + master + " (Sentinels " + strings.Join(sentinels, ", ") + ")"}, ttl, storage), nil
 }
 
 // newValue is a random value no other acquire will ever use.

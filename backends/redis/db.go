@@ -2,8 +2,11 @@
 // (SET key <random> NX PX ttl, renewed and released by Lua scripts that
 // check the random value), the same with a counter INCRed by the acquire
 // script as a fencing token, and Redlock over five independent masters.
-// It starts redis-server on the server nodes and speaks to them with
-// go-redis. It must never keep the protected resource in Redis, nor hand
+// The single-instance recipes run on one master, or (--redis-topology
+// sentinel) on a master with two replicas and three Sentinels that fail
+// over, found through the Sentinels as users' clients find it.
+// It starts redis-server (and redis-sentinel) on the server nodes and
+// speaks to them with go-redis. It must never keep the protected resource in Redis, nor hand
 // out a token the servers did not produce.
 package redis
 
@@ -29,15 +32,19 @@ const (
 	SetNX     = "setnx"      // SET NX PX on one master, no token
 	SetNXIncr = "setnx-incr" // the same, the acquire script INCRs a token
 	Redlock   = "redlock"    // five independent masters, quorum three, no token
+	// SetNXIncrWait is setnx-incr followed by WAIT 1 <TTL/4>, as users who
+	// want the lock on a replica before they go on write it: a grant that
+	// fewer than one replica acknowledged in time is released and fails.
+	SetNXIncrWait = "setnx-incr-wait"
 )
 
 // Recipes lists the recipes; the first is the default.
-var Recipes = []string{SetNX, SetNXIncr, Redlock}
+var Recipes = []string{SetNX, SetNXIncr, Redlock, SetNXIncrWait}
 
 // Servers is how many independent masters a recipe runs on.
 func Servers(recipe string) (int, error) {
 	switch recipe {
-	case SetNX, SetNXIncr:
+	case SetNX, SetNXIncr, SetNXIncrWait:
 		return 1, nil
 	case Redlock:
 		return 5, nil
@@ -72,9 +79,11 @@ func CheckPersistence(p string) error {
 	return err
 }
 
-// DB runs redis-server on the server nodes, each an independent master:
-// one node for the setnx recipes, five for redlock, or as many as a
-// --client program asked for. Nothing replicates.
+// DB runs redis-server on the server nodes. In the single topology each is
+// an independent master: one node for the setnx recipes, five for
+// redlock, or as many as a --client program asked for, and nothing
+// replicates. In the sentinel topology n1 starts as the master of n2 and
+// n3, with a Sentinel beside each server.
 type DB struct {
 	// Recipe is fencecheck's own recipe; "" for a --client program, which
 	// gets Masters servers.
@@ -82,6 +91,16 @@ type DB struct {
 	Masters int
 	// Persistence is one of Persistences; "" is the server's default.
 	Persistence string
+	// Topology is one of Topologies; "" is Single.
+	Topology string
+	// Sentinel are the sentinel topology's settings.
+	Sentinel SentinelSettings
+
+	// master is the node that was master when the servers last started
+	// (n1 at setup); sentinelsUp says the Sentinels run, and Start asks
+	// them for the master instead.
+	master      string
+	sentinelsUp bool
 
 	nodes   []string
 	ips     map[string]string
@@ -91,7 +110,9 @@ type DB struct {
 
 func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
 	want := d.Masters
-	if d.Recipe != "" {
+	if d.Topology == Sentinel {
+		want = SentinelServers
+	} else if d.Recipe != "" {
 		n, err := Servers(d.Recipe)
 		if err != nil {
 			return err
@@ -111,7 +132,15 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 		return err
 	}
 	d.ips = ips
-	if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
+	if d.Topology == Sentinel {
+		if d.image != "" {
+			return fmt.Errorf("the sentinel topology runs Debian's redis-sentinel beside each server; it cannot run from --server-image")
+		}
+		if err := d.setupSentinel(ctx, c); err != nil {
+			return err
+		}
+		d.sentinelsUp = true
+	} else if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
 		return err
 	}
 	if d.image != "" {
@@ -128,7 +157,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 
 func (d *DB) setupNode(ctx context.Context, c *engine.Cluster, n string) error {
 	if d.image == "" {
-		res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir})
+		res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir, SentinelDir})
 		if err != nil {
 			return err
 		}
@@ -146,9 +175,16 @@ func (d *DB) setupNode(ctx context.Context, c *engine.Cluster, n string) error {
 	return backends.WaitUntil(ctx, c, n, "redis", probe, 30*time.Second)
 }
 
+// Endpoints are the masters (redis://n1:6379), or in the sentinel
+// topology the Sentinels (redis-sentinel://n1:26379/fencecheck: the path
+// is the master's name).
 func (d *DB) Endpoints() []string {
 	var out []string
 	for _, n := range d.nodes {
+		if d.Topology == Sentinel {
+			out = append(out, sentinelEndpoint(n))
+			continue
+		}
 		out = append(out, fmt.Sprintf("redis://%s:%d", n, Port))
 	}
 	return out
@@ -178,6 +214,7 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 		"--dir", dir,
 		"--logfile", "",
 	}, extra...)
+	cmd = append(cmd, d.serverArgs(ctx, c, node)...)
 	if d.image != "" {
 		// The official image's entrypoint takes the command as given
 		// (redis-server and its arguments), as its own CMD would be.
@@ -198,8 +235,13 @@ func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 }
 
 // Primary is the only master of one; several masters (Redlock's) are
-// peers, and none leads.
-func (d *DB) Primary(context.Context, *engine.Cluster) (string, error) {
+// peers, and none leads. In the sentinel topology it is the master the
+// Sentinels name now (most of those that answer), whichever node that is
+// after failovers.
+func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
+	if d.Topology == Sentinel {
+		return d.sentinelMaster(ctx, c)
+	}
 	if len(d.nodes) != 1 {
 		return "", nil
 	}
@@ -235,10 +277,17 @@ func (d *DB) Info() map[string]string {
 	if len(d.nodes) == 1 {
 		kind = "one master"
 	}
-	return map[string]string{
-		"lock service":      fmt.Sprintf("Redis %s, %s on %s, for %s", version, kind, strings.Join(d.nodes, ", "), d.what()),
+	info := map[string]string{
 		"redis persistence": p,
 	}
+	if d.Topology == Sentinel {
+		kind = fmt.Sprintf("a master (%s at the start) and two replicas with a Sentinel each (quorum %d)", d.nodes[0], Quorum)
+		s := d.Sentinel
+		info["redis sentinel"] = fmt.Sprintf("down-after-milliseconds %d, failover-timeout %d; min-replicas-to-write %d",
+			s.DownAfter.Milliseconds(), s.FailoverTimeout.Milliseconds(), s.MinReplicas)
+	}
+	info["lock service"] = fmt.Sprintf("Redis %s, %s on %s, for %s", version, kind, strings.Join(d.nodes, ", "), d.what())
+	return info
 }
 
 // VersionQuery says how AskVersion asks.

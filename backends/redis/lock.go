@@ -50,6 +50,10 @@ const (
 	no      answer = iota // it answered: not done (busy, not ours), or refused (definite)
 	yes                   // it answered: done
 	unknown               // no answer: it may have been done
+	// unreplicated: done, but too few replicas acknowledged it in time
+	// (setnx-incr-wait's WAIT), so the recipe does not count it: it must be
+	// undone like a yes.
+	unreplicated
 )
 
 // nodeOutcome classifies one master's error: an error reply is the server
@@ -63,6 +67,9 @@ func nodeOutcome(err error) answer {
 	switch {
 	case errors.As(err, &re),
 		backends.NeverSent(err),
+		// The failover client found no Sentinel to name the master: it
+		// never dialled one, so nothing was sent.
+		strings.Contains(err.Error(), "all sentinels specified in configuration are unreachable"),
 		errors.Is(err, goredis.ErrPoolTimeout),
 		errors.Is(err, goredis.ErrClosed):
 		return no
@@ -85,11 +92,18 @@ type masters struct {
 	// to the TTL, so a dead master does not eat the lease); 0: the op's
 	// own deadline.
 	nodeTimeout time.Duration
+	// waitReplicas, when above 0, is setnx-incr-wait's WAIT after a grant:
+	// that many replicas must acknowledge it within waitTimeout.
+	waitReplicas int
+	waitTimeout  time.Duration
 }
 
 func newMasters(recipe string, nodes []*goredis.Client, addrs []string, ttl time.Duration) *masters {
-	m := &masters{nodes: nodes, addrs: addrs, quorum: len(nodes)/2 + 1, tokens: recipe == SetNXIncr, ttl: ttl,
+	m := &masters{nodes: nodes, addrs: addrs, quorum: len(nodes)/2 + 1, tokens: recipe == SetNXIncr || recipe == SetNXIncrWait, ttl: ttl,
 		drift: ttl/100 + 2*time.Millisecond}
+	if recipe == SetNXIncrWait {
+		m.waitReplicas, m.waitTimeout = 1, max(ttl/4, time.Millisecond)
+	}
 	if recipe == Redlock {
 		m.nodeTimeout = max(ttl/10, 5*time.Millisecond)
 	}
@@ -149,12 +163,31 @@ func (m *masters) tryLock(ctx context.Context, key, value string) (attempt, erro
 	var token uint64
 	answers, errs := m.onEach(ctx, func(ctx context.Context, i int) (answer, error) {
 		if m.tokens {
-			t, err := acquireIncr.Run(ctx, m.nodes[i], []string{lockKey(key), tokenKey(key)}, value, m.ttl.Milliseconds()).Uint64()
+			var node goredis.Scripter = m.nodes[i]
+			if m.waitReplicas > 0 {
+				// WAIT counts the replicas that have this connection's
+				// writes: the acquire and the WAIT go on one connection.
+				conn := m.nodes[i].Conn()
+				defer conn.Close()
+				node = conn
+			}
+			t, err := acquireIncr.Run(ctx, node, []string{lockKey(key), tokenKey(key)}, value, m.ttl.Milliseconds()).Uint64()
 			if err != nil {
 				return nodeOutcome(err), err
 			}
 			if t == 0 {
 				return no, nil
+			}
+			if m.waitReplicas > 0 {
+				// Set for certain but not known to be on enough replicas:
+				// not ours, and released below.
+				n, err := node.(*goredis.Conn).Wait(ctx, m.waitReplicas, m.waitTimeout).Result()
+				if err != nil {
+					return unreplicated, fmt.Errorf("WAIT after the grant: %w", err)
+				}
+				if n < int64(m.waitReplicas) {
+					return unreplicated, fmt.Errorf("WAIT: %d of %d replicas acknowledged the grant within %s", n, m.waitReplicas, m.waitTimeout)
+				}
 			}
 			tokenMu.Lock()
 			token = t

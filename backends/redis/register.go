@@ -34,8 +34,25 @@ func init() {
 		FixedNodes:   "backend redis runs as many servers as its --recipe needs (one for setnx and setnx-incr, five for redlock); drop the flag (a --client run may ask for 1, 3 or 5 masters with --nodes)",
 		ClientNodes:  []int{1, 3, 5},
 		Flags: []usage.Flag{{Name: PersistenceFlag, Check: CheckPersistence,
-			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"}},
+			Usage: "Redis servers' persistence: default (the server's own), none, aof-everysec, aof-always"},
+			{Name: TopologyFlag, Check: CheckTopology,
+				Usage: "how the Redis servers are deployed: single (independent masters, nothing replicates; the default) or sentinel (a master and two replicas on n1-n3 with three Sentinels, quorum 2, that fail over; recipes setnx, setnx-incr and setnx-incr-wait)"},
+			{Name: DownAfterFlag, Check: checkMillis,
+				Usage: "with --redis-topology sentinel: Sentinel's down-after-milliseconds, how long the master stays silent before a Sentinel calls it down (default 1s)"},
+			{Name: FailoverTimeoutFlag, Check: checkMillis,
+				Usage: "with --redis-topology sentinel: Sentinel's failover-timeout (default 3s)"},
+			{Name: MinReplicasFlag, Check: CheckMinReplicas,
+				Usage: "with --redis-topology sentinel: min-replicas-to-write on every server, the master refuses writes unless this many replicas acknowledged within 2 s (default 0: off)"},
+		},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
+			if s.Options[TopologyFlag] == Sentinel {
+				return newSentinelDB(s)
+			}
+			for _, f := range []string{DownAfterFlag, FailoverTimeoutFlag, MinReplicasFlag} {
+				if s.Options[f] != "" {
+					return nil, 0, usage.Errorf(f, "it sets the sentinel topology's servers: add --%s %s, or drop it", TopologyFlag, Sentinel)
+				}
+			}
 			if s.ClientServers > 0 {
 				// A --client program is the recipe: it gets the masters it
 				// asked for (a Redlock client, five).
@@ -45,10 +62,32 @@ func init() {
 			if err != nil {
 				return nil, 0, usage.Errorf("recipe", "%v", err)
 			}
+			if s.Recipe == SetNXIncrWait {
+				return nil, 0, usage.Errorf("recipe", "recipe %s waits for a replica to acknowledge each grant, and the single topology has none: add --%s %s",
+					SetNXIncrWait, TopologyFlag, Sentinel)
+			}
 			return &DB{Recipe: s.Recipe, Persistence: s.Options[PersistenceFlag]}, servers, nil
 		},
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
 		},
 	})
+}
+
+// newSentinelDB is the sentinel topology's DB: three servers, whatever
+// --nodes a --client run gave; Redlock has no place in it (its masters are
+// independent by design).
+func newSentinelDB(s registry.Setup) (backends.DB, int, error) {
+	if s.Recipe == Redlock {
+		return nil, 0, usage.Errorf(TopologyFlag, "recipe %s runs on five independent masters, not on a replicated master: use --recipe %s, %s or %s with --%s %s",
+			Redlock, SetNX, SetNXIncr, SetNXIncrWait, TopologyFlag, Sentinel)
+	}
+	if s.Client == "" {
+		if _, err := Servers(s.Recipe); err != nil {
+			return nil, 0, usage.Errorf("recipe", "%v", err)
+		}
+	} else if s.ClientServers > 0 && s.ClientServers != SentinelServers {
+		return nil, 0, usage.Errorf("nodes", "the sentinel topology runs %d servers (a master and two replicas): drop --nodes or give %d", SentinelServers, SentinelServers)
+	}
+	return &DB{Recipe: s.Recipe, Persistence: s.Options[PersistenceFlag], Topology: Sentinel, Sentinel: sentinelSettings(s.Options)}, SentinelServers, nil
 }

@@ -170,7 +170,7 @@ func TestBuildContext(t *testing.T) {
 	dockerfile = contents["Dockerfile"]
 	checkCopies(t, files, dockerfile, 1)
 	for _, want := range []string{"FROM ${CORE_IMAGE}", `CMD ["sleep", "infinity"]`, "policy-rc.d",
-		"etcd-server", "zookeeper", "postgresql", "redis-server", "rm -rf /var/lib/apt/lists/*"} {
+		"etcd-server", "zookeeper", "postgresql", "redis-server", "redis-sentinel", "rm -rf /var/lib/apt/lists/*"} {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("the servers' Dockerfile lacks %q", want)
 		}
