@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/harness/agent"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -28,7 +31,13 @@ import (
 // after the release), an unknown op. It prints one line per check to out:
 // passed, or what was expected and the lines exchanged. It returns how
 // many checks failed; an error means the test could not be carried out.
-func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err error) {
+//
+// keep, when not "", is a directory that keeps what the test did whether
+// it passed or not (the client's stderr and the servers' logs in logs/,
+// every line exchanged in exchange.log): a client author's only view of
+// a passing client's tokens. It must not exist yet or be empty, so that
+// nothing of an earlier test is mistaken for this one's.
+func ClientTest(ctx context.Context, cfg Config, keep string, out io.Writer) (failed int, err error) {
 	cfg.Nemesis = []string{nemesis.None}
 	cfg.Clients, cfg.Keys = 2, 1
 	cfg.Cluster, cfg.Fencing = registry.ClusterDocker, "all"
@@ -55,25 +64,50 @@ func ClientTest(ctx context.Context, cfg Config, out io.Writer) (failed int, err
 		return 0, err
 	}
 	cfg = tt.cfg
-	dir, err := os.MkdirTemp("", "fencecheck-client-test-")
+	if err := checkKeepDir(keep); err != nil {
+		return 0, err
+	}
+	dir := keep
+	if dir == "" {
+		dir, err = os.MkdirTemp("", "fencecheck-client-test-")
+	} else {
+		err = os.MkdirAll(dir, 0o755)
+	}
 	if err != nil {
 		return 0, err
+	}
+	removeDir := func() {
+		if keep == "" {
+			os.RemoveAll(dir)
+		}
 	}
 	st := &runState{testID: "ct-" + testID(&cfg, time.Now())}
 	logf := func(format string, args ...any) { fmt.Fprintf(out, "  "+format+"\n", args...) }
 	fmt.Fprintf(out, "client-test: client %s (%s) against %s\n", tt.client.Manifest.Name, cfg.ClientDir, cfg.Backend)
 	sys, err := systemSetup{t: tt, st: st, dir: runstore.Run(dir), logf: logf, progress: out}.openDocker(ctx)
 	if err != nil {
-		os.RemoveAll(dir)
+		removeDir()
 		return 0, err
 	}
 	t := &clientTest{out: out, ttl: cfg.LeaseTTL}
+	var exchange *os.File
+	if keep != "" {
+		if exchange, err = os.Create(filepath.Join(dir, exchangeLog)); err != nil {
+			sys.Close(context.Background())
+			return 0, err
+		}
+		t.exchange = exchange
+	}
 	sys.trace = t.record
 	defer func() {
 		sys.Close(context.Background())
-		if failed == 0 {
-			os.RemoveAll(dir)
-		} else {
+		switch {
+		case keep != "":
+			exchange.Close()
+			fmt.Fprintf(out, "kept in %s: logs/ (the client's stderr, the servers' logs) and %s (every line exchanged, the tokens in them)\n", dir, exchangeLog)
+		case failed == 0:
+			removeDir()
+		default:
 			fmt.Fprintf(out, "the client's stderr and the servers' logs are in %s/logs\n", dir)
 		}
 	}()
@@ -90,6 +124,37 @@ type clientTest struct {
 
 	mu    sync.Mutex
 	lines []string
+	// exchange, with --store, gets every line of every check whole
+	// (secrets elided), where lines keeps only the current check's, cut.
+	exchange io.Writer
+}
+
+// exchangeLog is the file of a kept client test with every line exchanged.
+const exchangeLog = "exchange.log"
+
+// checkKeepDir refuses a --store that is a file or a directory with
+// something in it, before anything is created.
+func checkKeepDir(keep string) error {
+	if keep == "" {
+		return nil
+	}
+	fi, err := os.Stat(keep)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return usage.Errorf("store", "%v", err)
+	case !fi.IsDir():
+		return usage.Errorf("store", "%s is a file: name a directory that does not exist yet (it is created) or an empty one", keep)
+	}
+	entries, err := os.ReadDir(keep)
+	if err != nil {
+		return usage.Errorf("store", "%v", err)
+	}
+	if len(entries) > 0 {
+		return usage.Errorf("store", "%s already holds %s: name a new directory (it is created) or an empty one, so that nothing of an earlier test is taken for this one's", keep, words.Plural(len(entries), "entry"))
+	}
+	return nil
 }
 
 // secretField is a credential in an init line (a database's password,
@@ -105,6 +170,10 @@ func (t *clientTest) record(node string, process int, sent bool, line []byte) {
 	text := truncateLine(secretField.ReplaceAllString(strings.TrimRight(string(line), "\n"), `"$1":"…"`))
 	t.mu.Lock()
 	t.lines = append(t.lines, fmt.Sprintf("%s %s (process %d) %s", dir, node, process, text))
+	if t.exchange != nil {
+		whole := strings.ToValidUTF8(secretField.ReplaceAllString(strings.TrimRight(string(line), "\n"), `"$1":"…"`), "?")
+		fmt.Fprintf(t.exchange, "%s %s %s (process %d) %s\n", time.Now().UTC().Format("15:04:05.000"), dir, node, process, whole)
+	}
 	t.mu.Unlock()
 }
 
@@ -121,9 +190,21 @@ func truncateLine(s string) string {
 func (t *clientTest) check(name string, f func() string) bool {
 	t.mu.Lock()
 	t.lines = nil
+	if t.exchange != nil {
+		fmt.Fprintf(t.exchange, "check: %s\n", name)
+	}
 	t.mu.Unlock()
 	t.checks++
 	problem := f()
+	if t.exchange != nil {
+		t.mu.Lock()
+		if problem == "" {
+			fmt.Fprintln(t.exchange, "passed")
+		} else {
+			fmt.Fprintf(t.exchange, "FAILED: %s\n", problem)
+		}
+		t.mu.Unlock()
+	}
 	if problem == "" {
 		fmt.Fprintf(t.out, "passed  %s\n", name)
 		return true

@@ -34,7 +34,7 @@ func TestDockerGoClientUnderHolderPause(t *testing.T) {
 	var buf strings.Builder
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	failed, err := ClientTest(ctx, Config{Backend: "redis", ClientDir: cfg.ClientDir, AgentBinary: cfg.AgentBinary, Given: map[string]bool{}}, &buf)
+	failed, err := ClientTest(ctx, Config{Backend: "redis", ClientDir: cfg.ClientDir, AgentBinary: cfg.AgentBinary, Given: map[string]bool{}}, "", &buf)
 	t.Log(buf.String())
 	if err != nil || failed != 0 || !strings.Contains(buf.String(), "10 of 10 checks passed") {
 		t.Fatalf("client-test: %d failed, %v", failed, err)

@@ -45,7 +45,7 @@ func exampleClientTest(t *testing.T, name, backend string) {
 	if backend == "zookeeper" {
 		cfg.Nodes = 3
 	}
-	failed, err := ClientTest(ctx, cfg, &buf)
+	failed, err := ClientTest(ctx, cfg, "", &buf)
 	t.Log(buf.String())
 	if err != nil || failed != 0 || !strings.Contains(buf.String(), "10 of 10 checks passed") {
 		t.Fatalf("client-test %s: %d failed, %v", name, failed, err)

@@ -27,7 +27,7 @@ import (
 func TestDockerNatsKnownAnswers(t *testing.T) {
 	// One cluster made, three short runs on it; the nats-server compile
 	// comes from the cache (`check image build --all` made it).
-	dockertest.Budget(t, 4*time.Minute)
+	dockertest.Budget(t, 8*time.Minute)
 	dockertest.Engine(t, engine.Connect)
 	agent := dockertest.CheckBinary(t)
 	clusters := harness.NewClustersUpTo(1)

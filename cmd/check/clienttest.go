@@ -14,6 +14,8 @@ import (
 
 func newClientTestCmd() *cobra.Command {
 	var cfg harness.Config
+	var keep string
+	options := map[string]*string{} // the backends' own flags (--apiservers, …)
 	cmd := &cobra.Command{
 		Use:   "client-test --client DIR --backend B",
 		Short: "Try your own lock client against a real service before a long run",
@@ -26,8 +28,11 @@ acquire answered within its deadline; let in after the release). It prints one
 line per check, and for a check that failed what was expected and the lines
 exchanged. With --storage postgres (or etcd) the client writes that storage
 with its own fence check, and fencecheck also reads back what the write left
-there. Exit 0 when every check passed, 1 when one failed.`,
-		Example: "  check client-test --client examples/clients/kazoo --backend zookeeper\n  check client-test --client examples/clients/pg-kazoo --backend zookeeper --storage postgres\n  check client-test --client examples/clients/redsync --backend redis --nodes 5",
+there. A passing test leaves nothing behind unless --store DIR keeps it: the
+client's stderr and the servers' logs in DIR/logs, every line exchanged (the
+tokens in them, secrets elided) in DIR/exchange.log. Exit 0 when every check
+passed, 1 when one failed.`,
+		Example: "  check client-test --client examples/clients/kazoo --backend zookeeper\n  check client-test --client examples/clients/kazoo --backend zookeeper --store kazoo-test\n  check client-test --client examples/clients/client-go --backend kubernetes --apiservers 3\n  check client-test --client examples/clients/pg-kazoo --backend zookeeper --storage postgres\n  check client-test --client examples/clients/redsync --backend redis --nodes 5",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.ClientDir == "" {
@@ -37,9 +42,16 @@ there. Exit 0 when every check passed, 1 when one failed.`,
 				return usageErr("--backend: name the lock service your client speaks to: %s", registry.OrList(registry.OpenToClients()))
 			}
 			cfg.Given = map[string]bool{"nodes": cmd.Flags().Changed("nodes")}
+			cfg.Options = map[string]string{}
+			for flag, v := range options {
+				cfg.Options[flag] = *v
+			}
+			if cmd.Flags().Changed("store") && keep == "" {
+				return usageErr("--store: name the directory to keep the test in (e.g. --store kazoo-test)")
+			}
 			sig, stop := signals()
 			defer stop()
-			failed, err := harness.ClientTest(sig.Stop, cfg, cmd.OutOrStdout())
+			failed, err := harness.ClientTest(sig.Stop, cfg, keep, cmd.OutOrStdout())
 			if err != nil {
 				if _, ok := err.(*usage.Error); ok {
 					return err
@@ -58,6 +70,12 @@ there. Exit 0 when every check passed, 1 when one failed.`,
 	f.StringVar(&cfg.Storage, "storage", "", "the resource the client writes: the fenced storage node (default), or a storage it writes with its own fence check (postgres; etcd with --backend etcd)")
 	f.DurationVar(&cfg.LeaseTTL, "lease-ttl", 2*time.Second, "the lease the client is told to use")
 	f.IntVar(&cfg.Nodes, "nodes", 0, "lock servers (default: the backend's own count): "+registry.NodesUsage())
+	f.StringVar(&keep, "store", "", "keep what the test did in this directory, passed or not (logs/: the client's stderr and the servers' logs; exchange.log: every line exchanged); a new or empty directory (default: nothing kept when every check passes)")
+	// Each backend's own flags (e.g. --apiservers), as it describes them;
+	// the one the backend does not own is refused with its owner's name.
+	for _, o := range registry.Flags() {
+		options[o.Name] = f.String(o.Name, "", o.Usage)
+	}
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary for the containers (default: $FENCECHECK_BINARY, else this one)")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,50 @@ func TestHelpSaysEachDefaultOnce(t *testing.T) {
 				t.Errorf("check %s: a default said twice: %s", strings.Join(cmd, " "), strings.TrimSpace(line))
 			}
 		}
+	}
+}
+
+// check --help opens with the README's first commands, line for line: the
+// README's first code block is the help's first example.
+func TestHelpOpensWithTheReadmesExamples(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	start := strings.Index(readme, "```sh\n")
+	if start < 0 {
+		t.Fatal("README.md has no ```sh block")
+	}
+	block := readme[start+len("```sh\n"):]
+	block = block[:strings.Index(block, "```")]
+	var want []string
+	for _, l := range strings.Split(strings.TrimSpace(block), "\n") {
+		want = append(want, strings.TrimSpace(l))
+	}
+	if len(want) < 2 || !strings.Contains(want[0], "go build") || !strings.HasPrefix(want[1], "bin/check --backend") {
+		t.Fatalf("README.md's first commands are not the build and a run: %q", want)
+	}
+	if i := strings.Index(readme, "```sh"); strings.Count(readme[:i], "\n") > 30 {
+		t.Errorf("README.md's first commands start on line %d: a newcomer should see them on the first screen", strings.Count(readme[:i], "\n")+1)
+	}
+	code, out, _ := runCLI(t, "--help")
+	if code != 0 {
+		t.Fatalf("check --help: exit %d", code)
+	}
+	lines := strings.Split(out, "\n")
+	// The first line says what check is; the examples follow it at once.
+	var got []string
+	for _, l := range lines[1:] {
+		if strings.TrimSpace(l) == "" {
+			if len(got) > 0 {
+				break
+			}
+			continue
+		}
+		got = append(got, strings.TrimSpace(l))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("check --help opens with\n%s\nbut README.md's first commands are\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -20,6 +20,13 @@ import (
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
+// firstExamples open check --help: the README's first commands, the same
+// lines (a test holds them together), so the help and the README give a
+// newcomer one way in.
+const firstExamples = `  CGO_ENABLED=0 go build -o bin/check ./cmd/check
+  bin/check --backend etcd --fencing none --nemesis pause-holder   # exits 1
+  bin/check --backend etcd --fencing all --nemesis pause-holder    # exits 0`
+
 const runExample = `  # A paused lease holder writing after its lease ran out, no Docker needed (exits 1)
   check --backend memory --fencing none --nemesis pause --time-limit 10s
 
@@ -49,7 +56,9 @@ func newRootCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Test whether a distributed lock is actually safe",
-		Long: `check runs concurrent clients through lock → read → write → release against a
+		Long: "check tells you whether a distributed lock is actually safe. First, as the README:\n\n" + firstExamples + `
+
+check runs concurrent clients through lock → read → write → release against a
 lock service while a nemesis injects faults, records every operation, and checks
 the history with porcupine against a model of correctly fenced storage.
 

@@ -63,7 +63,9 @@ type leader struct {
 
 func (c *client) Open(ctx context.Context, init lockclient.Init) error {
 	s := init.Service
-	if len(s.Endpoints) != 1 || s.BearerToken == "" || s.CA == "" {
+	// With --apiservers 3 init names three API servers and ca holds their
+	// three certificates; a rest.Config speaks to one: the first.
+	if len(s.Endpoints) == 0 || s.BearerToken == "" || s.CA == "" {
 		return errors.New("init names no API server URL, bearer token and certificate (service.endpoints, bearer_token, ca): run with --backend kubernetes")
 	}
 	for _, k := range init.Keys {
