@@ -73,7 +73,13 @@ func (s *summary) add(line string) {
 func (s *summary) packageEvent(e event) {
 	switch e.Action {
 	case "start":
-		s.pkgOrder = append(s.pkgOrder, e.Package)
+		// A package split over two test processes (scripts/test runs
+		// harness's Docker tests in both streams) starts twice: one entry,
+		// its times added up, failed if either part failed.
+		if _, seen := s.pkgTime[e.Package]; !seen {
+			s.pkgOrder = append(s.pkgOrder, e.Package)
+			s.pkgTime[e.Package] = 0
+		}
 	case "output":
 		// ok/FAIL/PASS lines and whatever a package prints outside its
 		// tests (a panic in TestMain, a timeout's goroutine dump).
@@ -81,8 +87,8 @@ func (s *summary) packageEvent(e event) {
 			fmt.Fprint(s.out, e.Output)
 		}
 	case "pass", "fail", "skip":
-		s.pkgTime[e.Package] = e.Elapsed
-		s.pkgFailed[e.Package] = e.Action == "fail"
+		s.pkgTime[e.Package] += e.Elapsed
+		s.pkgFailed[e.Package] = s.pkgFailed[e.Package] || e.Action == "fail"
 	}
 }
 

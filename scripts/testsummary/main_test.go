@@ -90,3 +90,26 @@ func TestSummaryClosingLineCountsAPackageThatDidNotBuild(t *testing.T) {
 		t.Errorf("package m/c not named as failed:\n%s", got)
 	}
 }
+
+// A package whose tests are split over two processes is one package in the
+// summary: its times added up, and failed if either half failed.
+func TestSummaryJoinsAPackageSplitOverTwoProcesses(t *testing.T) {
+	got := summarize(t, `{"Action":"start","Package":"m/h"}
+{"Action":"pass","Package":"m/h","Test":"TestOne","Elapsed":60}
+{"Action":"output","Package":"m/h","Output":"ok  \tm/h\t61s\n"}
+{"Action":"pass","Package":"m/h","Elapsed":61}
+{"Action":"start","Package":"m/h"}
+{"Action":"fail","Package":"m/h","Test":"TestTwo","Elapsed":30}
+{"Action":"output","Package":"m/h","Output":"FAIL\tm/h\t31s\n"}
+{"Action":"fail","Package":"m/h","Elapsed":31}
+`)
+	if !strings.Contains(got, "1m32s  m/h  FAIL\n") {
+		t.Errorf("the two halves are not one failed package of 1m32s:\n%s", got)
+	}
+	if n := strings.Count(got[strings.Index(got, "== time per package"):], "m/h  FAIL"); n != 1 {
+		t.Errorf("the package is listed %d times, want once:\n%s", n, got)
+	}
+	if !strings.Contains(got, "tests: 1 passed, 1 failed, 0 skipped") {
+		t.Errorf("closing count wrong:\n%s", got)
+	}
+}
