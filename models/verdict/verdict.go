@@ -76,11 +76,13 @@ func Settle(r Run) models.Result {
 }
 
 // namedCause is the check's result with each invalid key's stale write
-// told first (models.StaleWriteFirst). On any trouble reading a streamed
-// history again, the result stands as the check gave it.
+// told first (models.StaleWriteFirst), and the crash that lost a grant the
+// lock service later contradicted (models.CrashFirst, from Facts.Faults).
+// On any trouble reading a streamed history again, the result stands as
+// the check gave it.
 func namedCause(r Run) models.Result {
 	if r.Reread == nil {
-		return models.StaleWriteFirst(r.Check, r.Ops)
+		return models.CrashFirst(models.StaleWriteFirst(r.Check, r.Ops), r.Ops, r.Facts.Faults)
 	}
 	if r.Check.Verdict != models.Invalid {
 		return r.Check
