@@ -83,6 +83,9 @@ type Contradiction struct {
 
 // ContradictionCounts are the contradicted grants of a key or of a run.
 type ContradictionCounts struct {
+	// Grants counts the grants that carry a token: what could be
+	// contradicted.
+	Grants int `json:"grants"`
 	// Contradicted counts the grants that are granted twice or went down
 	// (or both), each once.
 	Contradicted int `json:"contradicted"`
@@ -95,6 +98,7 @@ type ContradictionCounts struct {
 
 // Add pools other into c.
 func (c *ContradictionCounts) Add(o ContradictionCounts) {
+	c.Grants += o.Grants
 	c.Contradicted += o.Contradicted
 	c.GrantedTwice += o.GrantedTwice
 	c.WentDown += o.WentDown
@@ -249,18 +253,24 @@ func keyContradictions(key string, grants []*history.Op, faults []history.Fault)
 			note(WentDown, top, g)
 		}
 	}
-	c.Contradicted, c.AfterCrash = len(contradicted), len(crashed)
+	c.Grants, c.Contradicted, c.AfterCrash = len(grants), len(contradicted), len(crashed)
 	return c, list
 }
 
-// Text is the counts in one clause: "3 acknowledged grants were
-// contradicted (2 tokens granted twice, 1 token went down; 3 after a
-// crash)"; "no acknowledged grant was contradicted".
+// Text is the counts in one clause: "3 of 412 acknowledged grants were
+// contradicted (3 tokens granted twice, 2 tokens went down; 3 after a
+// crash)"; "none of 412 acknowledged grants was contradicted".
 func (c ContradictionCounts) Text() string {
-	if c.Contradicted == 0 {
-		return "no acknowledged grant was contradicted"
+	switch {
+	case c.Grants == 0:
+		return "no grant carried a token, so none could be contradicted"
+	case c.Contradicted == 0:
+		return fmt.Sprintf("none of %s was contradicted", words.PluralOf(c.Grants, "acknowledged grant", "acknowledged grants"))
 	}
-	s := fmt.Sprintf("%s contradicted (%s", words.PluralOf(c.Contradicted, "acknowledged grant was", "acknowledged grants were"), c.breakdown())
+	s := fmt.Sprintf("%d of %s contradicted (%s", c.Contradicted, words.PluralOf(c.Grants, "acknowledged grant was", "acknowledged grants were"), c.breakdown())
+	if c.Contradicted == 1 && c.Grants > 1 {
+		s = fmt.Sprintf("1 of %d acknowledged grants was contradicted (%s", c.Grants, c.breakdown())
+	}
 	if c.AfterCrash > 0 {
 		s += fmt.Sprintf("; %d after a crash", c.AfterCrash)
 	}
@@ -291,10 +301,10 @@ func (c ContradictionCounts) breakdown() string {
 // CrashFirst tells the loss in the sentence of each key the check found
 // invalid for its token order, when a crash lies between the grant that
 // was acknowledged and the one that contradicted it: "token 7 was
-// acknowledged to process 3 at 4.20 s, the power-loss on n2 at 5.01 s lost
-// it, and it was granted again to process 1 at 9.33 s: tokens must only
-// increase" (or "… and the tokens went down to 5, granted to process 1 at
-// 9.33 s: …"). The two grants are the key's culprits; the crash is the
+// acknowledged at 4.20 s (to process 3), the power-loss on n2 at 5.01 s
+// lost it, and it was granted again at 9.33 s (to process 1): tokens must
+// only increase" (or "… and the tokens went down to 5 at 9.33 s (granted
+// to process 1): …"). The two grants are the key's culprits; the crash is the
 // first that began after the acknowledged grant returned and before the
 // other returned (Crash). Without a crash between, or for any other
 // violation, the sentence stays as it was; no verdict changes.
@@ -361,11 +371,11 @@ func crashStory(ops []history.Op, faults []history.Fault, blamed []int64, old st
 	case n > 1:
 		crash += fmt.Sprintf(" (or one of the %d crashes after it)", n)
 	}
-	s := fmt.Sprintf("token %d was acknowledged to process %d at %s, %s lost it, and ", a.Token, a.Process, secs(a.Return), crash)
+	s := fmt.Sprintf("token %d was acknowledged at %s (to process %d), %s lost it, and ", a.Token, secs(a.Return), a.Process, crash)
 	if a.Token == b.Token {
-		s += fmt.Sprintf("it was granted again to process %d at %s", b.Process, secs(b.Return))
+		s += fmt.Sprintf("it was granted again at %s (to process %d)", secs(b.Return), b.Process)
 	} else {
-		s += fmt.Sprintf("the tokens went down to %d, granted to process %d at %s", b.Token, b.Process, secs(b.Return))
+		s += fmt.Sprintf("the tokens went down to %d at %s (granted to process %d)", b.Token, secs(b.Return), b.Process)
 	}
 	return s + ": tokens must only increase", true
 }

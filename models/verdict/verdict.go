@@ -3,7 +3,8 @@
 // that the run itself, `check report`, `check analyze`, the store's index
 // (reports) and `check compare merge` all give. Settle is the only place
 // that decides it, step by step: an invalid verdict names the stale write
-// that caused it first; a violation stands whatever else happened; any
+// that caused it first, and the crash that lost a grant the lock service
+// then contradicted; a violation stands whatever else happened; any
 // other run that did not finish — it could not be carried out, was cut
 // short, left a history without its end event, or its check was skipped
 // or stopped — is never valid but unknown; and a valid verdict is held to
