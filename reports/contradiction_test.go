@@ -72,6 +72,9 @@ func TestContradictedGrantsReported(t *testing.T) {
 	if err := WriteJUnit(&buf, r); err != nil || !strings.Contains(buf.String(), `name="contradicted_grants.after_crash" value="1"`) {
 		t.Errorf("JUnit: %v\n%s", err, buf.String())
 	}
+	if s := StepSummary(r); !strings.Contains(s, "Contradicted grants: 1 of 2 acknowledged grants was contradicted") {
+		t.Errorf("step summary:\n%s", s)
+	}
 	buf.Reset()
 	if err := WriteHTML(&buf, r); err != nil {
 		t.Fatal(err)
