@@ -4,12 +4,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 	"github.com/fencecheck/fencecheck/reports"
 )
@@ -142,9 +144,21 @@ func TestResultsDocMatchesTheRun(t *testing.T) {
 	if m == nil || m[1] != cfg.Name {
 		t.Errorf("docs/results.md's example name is %q, a run of --backend memory --fencing none --nemesis pause is named %q", m, cfg.Name)
 	}
-	for _, field := range []string{"schema", "name", "verdict", "explanation", "keys", "stats", "params", "command", "started", "duration_s", "check_s", "events", "interrupted", "error"} {
+	for _, field := range []string{"schema", "name", "verdict", "explanation", "keys", "stats", "exposures", "contradicted_grants", "params", "command", "started", "duration_s", "check_s", "events", "interrupted", "error"} {
 		if !strings.Contains(doc, "| `"+field+"` |") {
 			t.Errorf("docs/results.md has no row for %q", field)
+		}
+	}
+	// Every field of contradicted_grants, and of its list's entries.
+	sec = doc[strings.Index(doc, "## `contradicted_grants`"):]
+	sec = sec[:strings.Index(sec[3:], "\n## ")+3]
+	for _, v := range []any{models.Contradictions{}, models.ContradictionCounts{}, models.Contradiction{}} {
+		typ := reflect.TypeOf(v)
+		for i := 0; i < typ.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if name != "" && !strings.Contains(sec, "`"+name+"`") {
+				t.Errorf("docs/results.md's contradicted_grants section does not name %s's field %q", typ.Name(), name)
+			}
 		}
 	}
 	_ = reports.ResultsSchema

@@ -225,8 +225,9 @@ var errEnough = errors.New("enough")
 
 // StaleWriteFirstFrom reads the history from r for the invalid keys' ops up to the
 // op the check could not place (and the completions of ops still in
-// flight then), so that a check of a streamed history (`check analyze`)
-// names an accepted stale write first, as the run itself does
+// flight then), and the faults until then, so that a check of a streamed
+// history (`check analyze`) names an accepted stale write first, and the
+// crash that lost a grant (CrashFirst), as the run itself does
 // (StaleWriteFirst), without holding the history in memory. On any trouble, or past
 // causeEventLimit events, the result stands as the check gave it.
 func StaleWriteFirstFrom(r io.Reader, res Result) Result {
@@ -244,11 +245,12 @@ func StaleWriteFirstFrom(r io.Reader, res Result) Result {
 	if len(keys) == 0 {
 		return res
 	}
-	var events []history.Event
+	var events, nemesis []history.Event
 	pending := map[int]bool{}
 	_, err := history.LoadEach(r, func(e history.Event) error {
 		switch {
 		case e.IsNemesis():
+			nemesis = append(nemesis, e)
 		case e.Type == history.Invoke:
 			if e.Index > last {
 				if len(pending) == 0 {
@@ -271,5 +273,6 @@ func StaleWriteFirstFrom(r io.Reader, res Result) Result {
 		return res
 	}
 	ops, _ := history.Pair(events)
-	return StaleWriteFirst(res, ops)
+	_, faults := history.Pair(nemesis)
+	return CrashFirst(StaleWriteFirst(res, ops), ops, faults)
 }

@@ -15,7 +15,10 @@
 //     porcupine's partial linearization (Explain, explain.go);
 //   - what the verdict is worth: what each client believed it held
 //     (beliefs.go) and the moments safety was at stake and how each ended
-//     (exposure.go, exposurereason.go).
+//     (exposure.go, exposurereason.go);
+//   - the grants the lock service acknowledged and later contradicted (a
+//     token granted twice, a token going down), and the crash that lost
+//     them, told in the verdict's sentence (contradiction.go).
 //
 // models/verdict settles a run's verdict from what the checker found and
 // how the run went; it is the one place that decides it.

@@ -96,6 +96,11 @@ type reportView struct {
 	Exposures     string
 	ExposureBound string
 	Unexercised   bool
+	// Contradicted says how many acknowledged grants the lock service
+	// later contradicted; ContradictionRows are the first of them.
+	Contradicted      string
+	ContradictionRows []contradictionRow
+	MoreContradicted  int
 	// EndedBy says what ended the workload early on purpose, if anything.
 	EndedBy string
 	// Damage is the run's damage in one line; DamageKeys its keys', when
@@ -115,6 +120,39 @@ type damageRow struct {
 	Key, Final, Lost, Share, Note         string
 	Acknowledged, Unknown, Stale, Refused int
 	OverlapS                              float64
+}
+
+// contradictionRow is one contradicted grant in the report.
+type contradictionRow struct {
+	Key, Kind, Acknowledged, Later, Crash string
+}
+
+// maxContradictionRows bounds the contradicted grants the report lists.
+const maxContradictionRows = 20
+
+// contradictionRows renders the first contradicted grants.
+func contradictionRows(x *models.Contradictions) ([]contradictionRow, int) {
+	var out []contradictionRow
+	for i, c := range x.List {
+		if i == maxContradictionRows {
+			break
+		}
+		row := contradictionRow{Key: clean(c.Key), Kind: "granted twice",
+			Acknowledged: fmt.Sprintf("token %d to process %d at %s", c.Token, c.Process, history.Seconds(c.Time)),
+			Later:        fmt.Sprintf("token %d to process %d at %s", c.LaterToken, c.LaterProcess, history.Seconds(c.LaterTime)),
+			Crash:        "—"}
+		if c.Kind == models.WentDown {
+			row.Kind = "went down"
+		}
+		if c.Crash != "" {
+			row.Crash = clean(fmt.Sprintf("%s at %s", c.Crash, history.Seconds(c.CrashTime)))
+			if c.CrashesBetween > 1 {
+				row.Crash += fmt.Sprintf(" (and %d more)", c.CrashesBetween-1)
+			}
+		}
+		out = append(out, row)
+	}
+	return out, x.GrantedTwice + x.WentDown - len(out)
 }
 
 // damageRows renders the damage of each key.
@@ -182,6 +220,10 @@ func WriteHTML(w io.Writer, r *Run) error {
 			v.Exposures = clean(capitalize(x.Text()) + ".")
 		}
 		v.ExposureBound = clean(x.BoundText())
+	}
+	if x := res.ContradictedGrants; x != nil {
+		v.Contradicted = clean(capitalize(x.Text()) + ".")
+		v.ContradictionRows, v.MoreContradicted = contradictionRows(x)
 	}
 	if sv := r.Servers; sv != nil {
 		c := &Servers{Summary: clean(sv.Summary), Query: clean(sv.Query)}

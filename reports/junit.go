@@ -86,6 +86,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 	suite.Properties = append(suite.Properties, r.Servers.junitProperties()...)
 	suite.Properties = append(suite.Properties, damageProperties(models.ComputeDamage(r.Ops))...)
 	suite.Properties = append(suite.Properties, exposureProperties(r.Result)...)
+	suite.Properties = append(suite.Properties, contradictionProperties(models.CountContradictions(r.Ops, r.Faults))...)
 	where := rerunText(r)
 	class := "fencecheck." + clean(r.Name)
 	storage := storageOpsByKey(r.Ops)
@@ -213,6 +214,18 @@ func exposureProperties(res models.Result) []junitProperty {
 		ps = append(ps, junitProperty{"exposures.bound", clean(b)})
 	}
 	return ps
+}
+
+// contradictionProperties are the run's contradicted grants as suite
+// properties: the sentence and each count.
+func contradictionProperties(x models.Contradictions) []junitProperty {
+	return []junitProperty{
+		{"contradicted_grants", clean(x.Text())},
+		{"contradicted_grants.count", fmt.Sprint(x.Contradicted)},
+		{"contradicted_grants.granted_twice", fmt.Sprint(x.GrantedTwice)},
+		{"contradicted_grants.went_down", fmt.Sprint(x.WentDown)},
+		{"contradicted_grants.after_crash", fmt.Sprint(x.AfterCrash)},
+	}
 }
 
 // exposureCase is the test case "exposures" of a run whose keys were all

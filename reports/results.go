@@ -33,6 +33,11 @@ type Results struct {
 	// (docs/results.md); absent from runs checked before they were
 	// counted.
 	Exposures *models.Exposures `json:"exposures,omitempty"`
+	// ContradictedGrants counts the acknowledged grants the lock service
+	// later contradicted: a token granted twice, a token going down
+	// (models.Contradictions, docs/results.md); absent from runs checked
+	// before they were counted.
+	ContradictedGrants *models.Contradictions `json:"contradicted_grants,omitempty"`
 	// Params are everything needed to rerun the test, in order.
 	Params []Param `json:"params"`
 	// Command is the exact command line that reruns it, seed included,
@@ -88,8 +93,10 @@ type ExpiredGrants struct {
 
 // MakeResults builds results.json's content.
 func MakeResults(r *Run) Results {
+	contradicted := models.CountContradictions(r.Ops, r.Faults)
 	return Results{
-		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
+		ContradictedGrants: &contradicted,
+		Schema:             ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Exposures: r.Result.Exposures, Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,

@@ -67,6 +67,9 @@ func StepSummary(r *Run) string {
 			fmt.Fprintf(&b, "Exposures: %s; %s.\n\n", md(x.Short()), md(bound))
 		}
 	}
+	if c := models.CountContradictions(r.Ops, r.Faults); c.Contradicted > 0 {
+		fmt.Fprintf(&b, "Contradicted grants: %s.\n\n", md(c.Text()))
+	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "The run did not complete: %s\n\n", md(r.Error))
 	}

@@ -47,6 +47,7 @@ func Summary(w io.Writer, r *Run) {
 	if x := r.Result.Exposures; x != nil {
 		fmt.Fprintf(w, "  exposures: %s\n", ExposureLine(x))
 	}
+	fmt.Fprintf(w, "  grants: %s\n", models.CountContradictions(r.Ops, r.Faults).Text())
 	if why := EndedByText(r.EndedBy); why != "" {
 		fmt.Fprintf(w, "  %s\n", why)
 	}

@@ -3,7 +3,8 @@
 // that the run itself, `check report`, `check analyze`, the store's index
 // (reports) and `check compare merge` all give. Settle is the only place
 // that decides it, step by step: an invalid verdict names the stale write
-// that caused it first; a violation stands whatever else happened; any
+// that caused it first, and the crash that lost a grant the lock service
+// then contradicted; a violation stands whatever else happened; any
 // other run that did not finish — it could not be carried out, was cut
 // short, left a history without its end event, or its check was skipped
 // or stopped — is never valid but unknown; and a valid verdict is held to
@@ -76,11 +77,13 @@ func Settle(r Run) models.Result {
 }
 
 // namedCause is the check's result with each invalid key's stale write
-// told first (models.StaleWriteFirst). On any trouble reading a streamed
-// history again, the result stands as the check gave it.
+// told first (models.StaleWriteFirst), and the crash that lost a grant the
+// lock service later contradicted (models.CrashFirst, from Facts.Faults).
+// On any trouble reading a streamed history again, the result stands as
+// the check gave it.
 func namedCause(r Run) models.Result {
 	if r.Reread == nil {
-		return models.StaleWriteFirst(r.Check, r.Ops)
+		return models.CrashFirst(models.StaleWriteFirst(r.Check, r.Ops), r.Ops, r.Facts.Faults)
 	}
 	if r.Check.Verdict != models.Invalid {
 		return r.Check
