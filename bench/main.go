@@ -6,7 +6,8 @@
 // alone; the overhead group measures a run's cost beyond its workload on
 // each backend, on new clusters and on warm ones; --only preset runs the
 // jepsen-etcd preset on both; --only parallel runs a preset at several
-// --parallel widths with the same seed; --only stress runs back-to-back pause-holder runs on etcd beside
+// --parallel widths with the same seed; --only power-layer runs etcd
+// without and with the power faults' filesystem layer, interleaved; --only stress runs back-to-back pause-holder runs on etcd beside
 // CPU, disk and memory pressure, and only when asked for by name). It is a
 // measurement, never a test: nothing here fails CI.
 package main
@@ -62,6 +63,9 @@ type flags struct {
 	parallelRuns    int
 	parallelTime    time.Duration
 	parallelSeed    int64
+	powerPairs      int
+	powerTime       time.Duration
+	powerBefore     string
 }
 
 func parseFlags() flags {
@@ -71,7 +75,7 @@ func parseFlags() flags {
 	flag.IntVar(&f.presetRuns, "preset-runs", 10, "runs per cell of the jepsen-etcd preset in the preset group (only when named: --only preset)")
 	flag.BoolVar(&f.docker, "docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	flag.IntVar(&f.runs, "runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
-	flag.StringVar(&f.only, "only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset, parallel); scale, preset and parallel run only when asked for")
+	flag.StringVar(&f.only, "only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset, parallel, power-layer); scale, preset, parallel and power-layer run only when asked for")
 	flag.DurationVar(&f.longTime, "long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	flag.DurationVar(&f.longEvery, "long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	flag.StringVar(&f.longSamples, "long-samples", "", "write the long run's memory samples to this file (tab-separated)")
@@ -92,6 +96,9 @@ func parseFlags() flags {
 	flag.IntVar(&f.parallelRuns, "parallel-runs", 3, "runs per cell in the parallel group")
 	flag.DurationVar(&f.parallelTime, "parallel-time", 30*time.Second, "time limit of each run in the parallel group (0: the preset's)")
 	flag.Int64Var(&f.parallelSeed, "parallel-seed", 5000, "seed of the parallel group's comparisons, the same at every width")
+	flag.IntVar(&f.powerPairs, "power-layer-rounds", 5, "rounds of etcd runs (without the power faults' filesystem layer, then with it) in the power-layer group (only when named: --only power-layer)")
+	flag.StringVar(&f.powerBefore, "power-layer-before", "", "a check binary of an earlier commit: the power-layer group also runs the layer as it has it, in every round (a change's before and after in one run)")
+	flag.DurationVar(&f.powerTime, "power-layer-time", 20*time.Second, "time limit of each run in the power-layer group")
 	flag.Parse()
 	flag.Visit(func(fl *flag.Flag) { f.runsSet = f.runsSet || fl.Name == "runs" })
 	return f
@@ -152,6 +159,13 @@ func groupRows(f flags) []row {
 	}
 	if f.docker && f.only != "" && want("parallel") {
 		rows = append(rows, parallelRows(parallelFlags(f))...)
+	}
+	if f.docker && f.only != "" && want("power-layer") {
+		if f.powerPairs < 1 || f.powerTime < time.Second {
+			fmt.Fprintln(os.Stderr, "bench: --power-layer-rounds must be at least 1 and --power-layer-time at least 1s")
+			os.Exit(254)
+		}
+		rows = append(rows, powerLayerRows(f.powerPairs, f.powerTime, f.powerBefore)...)
 	}
 	if f.docker && want("long") {
 		rows = append(rows, longRows(f.longTime, f.longEvery, f.longSamples)...)

@@ -107,6 +107,12 @@ type Config struct {
 	// user's, following the official image's conventions; see
 	// registry.Info.ServerImage), in place of the node image's build.
 	ServerImage string
+	// PowerLayer lays the power faults' filesystem layer (nemesis/lossyfs)
+	// over the backend's data directory with no power fault in the run:
+	// the servers run on it, nothing is ever dropped. What the layer costs
+	// a workload is measured this way (bench/run --only power-layer); a
+	// power fault lays it anyway.
+	PowerLayer bool
 	// FreshCluster gives the run a new cluster even where a warm one of an
 	// earlier run of the same process would do (check compare,
 	// --test-count; see Clusters).

@@ -219,6 +219,13 @@ func (s *dockerSystem) start(ctx context.Context, id string) error {
 	if err := t.kinds.Prepare(ctx, fenv); err != nil {
 		return err
 	}
+	// --power-layer with no power fault: the layer alone (a power fault
+	// laid it already).
+	if cfg.PowerLayer && !nemesis.CutsPower(cfg.Nemesis) {
+		if err := nemesis.LayPowerLayer(ctx, fenv); err != nil {
+			return err
+		}
+	}
 	if err := s.db.Setup(ctx, s.cluster, s.servers); err != nil {
 		return fmt.Errorf("starting %s: %w", cfg.Backend, err)
 	}

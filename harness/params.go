@@ -55,6 +55,9 @@ func (t *Test) params(info map[string]string) []reports.Param {
 		}
 		p = append(p, reports.Param{Name: "server-image", Value: cfg.ServerImage})
 	}
+	if cfg.PowerLayer {
+		p = append(p, reports.Param{Name: "power-layer", Value: "true"})
+	}
 	if cl := t.client; cl != nil {
 		p = append(p, reports.Param{Name: "client", Value: cl.Manifest.Name}, reports.Param{Name: "client-dir", Value: cfg.ClientDir},
 			reports.Param{Name: "client-hash", Value: cl.Hash()})

@@ -49,7 +49,7 @@ func (t *Test) validateService() error {
 	if err := c.checkServerVersion(b); err != nil {
 		return err
 	}
-	for _, check := range []func(registry.Info) error{c.checkServerImage, c.checkNodes, c.checkOptions, c.checkClientSide} {
+	for _, check := range []func(registry.Info) error{c.checkServerImage, c.checkPowerLayer, c.checkNodes, c.checkOptions, c.checkClientSide} {
 		if err := check(b); err != nil {
 			return err
 		}
@@ -338,6 +338,24 @@ func checkName(name string) error {
 		return usage.Errorf("name", "%q is not one name: the test's name is a directory in the store, so it must not be empty, . or .., nor contain a slash, a backslash or a control character (e.g. --name etcd-nightly)", name)
 	case name == runstore.Latest:
 		return usage.Errorf("name", "latest is taken: store/latest points at the newest run; choose another name")
+	}
+	return nil
+}
+
+// checkPowerLayer refuses --power-layer where the layer cannot go, before
+// anything is created: off Docker, a backend whose servers keep nothing
+// on disk, and servers run from an image (the layer is laid over the node
+// image's data directory, which an image's server does not use).
+func (c *Config) checkPowerLayer(b registry.Info) error {
+	switch {
+	case !c.PowerLayer:
+		return nil
+	case b.DataDir == "":
+		return usage.Errorf("power-layer", "backend %s's servers keep nothing on a disk in their nodes, so there is no data directory to lay the layer over: drop the flag, or use a backend with one (etcd, zookeeper, postgres, redis)", c.Backend)
+	case c.Cluster != registry.ClusterDocker:
+		return usage.Errorf("power-layer", "the layer is mounted in Docker server nodes: add --cluster docker or drop the flag")
+	case c.ServerImage != "":
+		return usage.Errorf("power-layer", "the layer is laid over the node image's data directory, which a server run from an image does not use: drop --server-image or the flag")
 	}
 	return nil
 }

@@ -135,7 +135,7 @@ func (p *Clusters) give(key string, cl *engine.Cluster) (kept bool, evicted *eng
 // Everything else (recipe, version, lease, storage, fencing) the servers'
 // fresh start sets. "" means the run takes no warm cluster and gives none.
 func warmKey(cfg *Config, st *runState, spec engine.Spec) string {
-	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) || cfg.ServerImage != "" {
+	if st.clusters == nil || cfg.FreshCluster || cfg.KeepCluster || nemesis.Prepares(cfg.Nemesis) || cfg.PowerLayer || cfg.ServerImage != "" {
 		return ""
 	}
 	return fmt.Sprintf("%s|%d servers|%d clients|%s|%s|%s|%s", cfg.Backend, spec.Servers, spec.Clients, spec.Image, spec.ClientImage, spec.Binary, engine.ProgramsSum(spec.Programs))

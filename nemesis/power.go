@@ -25,6 +25,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,6 +49,32 @@ func init() {
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			return newPowerLoss("power-loss-all", env, env.AllServers, true), nil
 		}})
+}
+
+// PowerFaults are the faults that lay the filesystem layer (preparePower).
+var PowerFaults = []string{"power-loss", "power-loss-leader", "power-loss-all"}
+
+// CutsPower reports whether names include a power fault: the run gets
+// the filesystem layer from its Prepare step.
+func CutsPower(names []string) bool {
+	for _, n := range names {
+		if slices.Contains(PowerFaults, n) {
+			return true
+		}
+	}
+	return false
+}
+
+// LayPowerLayer lays the power faults' filesystem layer over the data
+// directory in every server node, as their Prepare step does, for a run
+// that asks for the layer with no power fault (--power-layer): nothing is
+// ever dropped, the servers only run on it. It is how the layer's own
+// cost is measured.
+func LayPowerLayer(ctx context.Context, env *Env) error {
+	if err := checkPower(env.Settings); err != nil {
+		return err
+	}
+	return preparePower(ctx, env)
 }
 
 // checkPower refuses a backend whose servers keep nothing on a disk in

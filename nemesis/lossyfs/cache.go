@@ -215,8 +215,13 @@ func (f *File) Sync(d Disk) error {
 			return err
 		}
 	}
-	if err := d.Truncate(f.size); err != nil {
-		return err
+	// The size, where it moved: a truncate of a file to its own size
+	// would still change its times, and make the sync below a metadata
+	// commit the program never asked for.
+	if f.size != f.synced || f.zeroFrom < f.synced {
+		if err := d.Truncate(f.size); err != nil {
+			return err
+		}
 	}
 	if err := d.Sync(); err != nil {
 		return err

@@ -175,3 +175,47 @@ func TestAgainstModel(t *testing.T) {
 		}
 	}
 }
+
+// countingDisk counts the truncates a sync makes of the disk below.
+type countingDisk struct {
+	*os.File
+	truncates int
+}
+
+func (d *countingDisk) Truncate(size int64) error {
+	d.truncates++
+	return d.File.Truncate(size)
+}
+
+// A sync of writes inside the file's synced size (a preallocated log
+// overwritten in place) leaves the disk's size alone: a truncate to the
+// same size would still change the file's times and turn the sync into a
+// metadata commit. A sync that moves the size sets it.
+func TestSyncTruncatesOnlyWhenTheSizeMoved(t *testing.T) {
+	d := &countingDisk{File: diskFile(t, make([]byte, 3*PageSize))}
+	f := NewFile(3 * PageSize)
+	f.WriteAt(d, []byte("entry"), PageSize+10)
+	if err := f.Sync(d); err != nil {
+		t.Fatal(err)
+	}
+	if d.truncates != 0 {
+		t.Errorf("a sync within the synced size truncated the disk %d times", d.truncates)
+	}
+	if b := onDisk(t, d.File); len(b) != 3*PageSize || string(b[PageSize+10:PageSize+15]) != "entry" {
+		t.Fatalf("the disk holds %d bytes, %q at the write", len(b), b[PageSize+10:PageSize+15])
+	}
+	f.WriteAt(d, []byte("appended"), 3*PageSize)
+	if err := f.Sync(d); err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(PageSize)
+	if err := f.Sync(d); err != nil {
+		t.Fatal(err)
+	}
+	if b := onDisk(t, d.File); len(b) != PageSize {
+		t.Fatalf("after an append and a truncate, each synced, the disk holds %d bytes, want %d", len(b), PageSize)
+	}
+	if d.truncates == 0 {
+		t.Error("syncs that moved the size never set it on the disk")
+	}
+}
