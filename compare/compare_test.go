@@ -181,7 +181,7 @@ func TestExpandComparePowerPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Runs != 3 || m.TimeLimit != 30*time.Second || !m.Base.StopOnViolation {
+	if m.Runs != 3 || m.TimeLimit != 30*time.Second || !m.Base.StopOnViolation || m.Base.NemesisInterval != 5*time.Second {
 		t.Errorf("runs %d, time limit %s, base %+v", m.Runs, m.TimeLimit, m.Base)
 	}
 	// A power cut's question is answered by the check itself: the runs
@@ -266,7 +266,13 @@ func TestExpandComparePowerPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Rows) != 4 || m.Rows[0].Recipe != "setnx" || m.Rows[2].Backend != "etcd" || m.Runs != 1 || m.TimeLimit != 20*time.Second {
+	if m2, err := Expand(Spec{Preset: "power", Base: harness.Config{NemesisInterval: time.Second}}); err != nil || m2.Base.NemesisInterval != time.Second {
+		t.Errorf("--nemesis-interval given does not override the preset's: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 4 || m.Rows[0].Recipe != "setnx" || m.Rows[2].Backend != "etcd" || m.Runs != 1 || m.TimeLimit != 20*time.Second || m.Base.NemesisInterval != 5*time.Second {
 		t.Errorf("rows %v, runs %d, time limit %s", m.Rows, m.Runs, m.TimeLimit)
 	}
 	for _, r := range m.Rows {
