@@ -342,6 +342,10 @@ func TestExpandCompareRedisDeploymentsPreset(t *testing.T) {
 	if len(m.Rows) != 4 || m.Rows[0].Settings != "single" || m.Rows[2].Settings != "sentinel" || m.Rows[0].Fencing != "none" {
 		t.Errorf("rows %v", m.Rows)
 	}
+	// Redlock's own column (kill) goes with its deployment.
+	if slices.Contains(m.Faults, "kill") || !slices.Contains(m.Faults, "partition-primary") {
+		t.Errorf("faults %v", m.Faults)
+	}
 	if _, err := Expand(Spec{Preset: RedisDeployments, Backends: []string{"etcd"}}); err == nil || !strings.Contains(err.Error(), "describes no deployments") {
 		t.Errorf("a backend without deployments: %v", err)
 	}

@@ -285,7 +285,7 @@ func (l lists) ownFaults() []string {
 		}
 	}
 	for _, sel := range l.backends {
-		name, _, _ := strings.Cut(sel, ":")
+		name, recipe, one := strings.Cut(sel, ":")
 		be, ok := registry.Lookup(name)
 		if !ok {
 			continue // builtinRows names it
@@ -295,7 +295,9 @@ func (l lists) ownFaults() []string {
 			add(be.Durability.Fault)
 		case l.rowsFrom == fromDeployments:
 			for _, d := range be.Deployments {
-				add(d.Faults...)
+				if !one || slices.Contains(d.Recipes, recipe) {
+					add(d.Faults...) // only the deployments that have rows
+				}
 			}
 		}
 	}
