@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -55,6 +56,9 @@ func (m *Matrix) cell(r Row, fault string) *cell {
 // resolveCell asks whether row r can run under fault f and, when it can,
 // resolves its configuration (the store is each run's: Test.Rerun).
 func (m *Matrix) resolveCell(r Row, fault string) *cell {
+	if r.Faults != "" && !slices.Contains(strings.Split(r.Faults, ","), fault) {
+		return &cell{notApplicable: r.FaultsWhy}
+	}
 	if inProcess := nemesis.InProcess(); r.Cluster == registry.ClusterInProcess && fault != nemesis.None && !slices.Contains(inProcess, fault) {
 		return &cell{notApplicable: fmt.Sprintf("an in-process run injects only %s", strings.Join(inProcess, ", "))}
 	}
@@ -96,6 +100,15 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	}
 	cfg.Nemesis = FaultList(fault)
 	cfg.Options = faultOptions(m.Base.Options, cfg.Nemesis)
+	if s := r.settings(); len(s.Options) > 0 {
+		// The row's own choice of the backend's flags, over the matrix's.
+		opts := maps.Clone(cfg.Options)
+		if opts == nil {
+			opts = map[string]string{}
+		}
+		maps.Copy(opts, s.Options)
+		cfg.Options = opts
+	}
 	cfg.LeaseCheck = r.LeaseCheck
 	if b, ok := registry.Lookup(r.Backend); ok && m.bindWhereAble && !b.OneEndpoint {
 		cfg.ClientEndpoints = harness.ClientEndpointsAll

@@ -172,6 +172,215 @@ func TestExpandCompareKleppmannPreset(t *testing.T) {
 	}
 }
 
+// The power preset: each backend that describes durability settings, its
+// safe and relaxed settings (its own flags, as it describes them) as rows
+// of its measured recipe, fenced, each under its own power fault alone;
+// the other column says why it is not run.
+func TestExpandComparePowerPreset(t *testing.T) {
+	m, err := Expand(Spec{Preset: "power", Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != 3 || m.TimeLimit != 30*time.Second || !m.Base.StopOnViolation || m.Base.NemesisInterval != 5*time.Second {
+		t.Errorf("runs %d, time limit %s, base %+v", m.Runs, m.TimeLimit, m.Base)
+	}
+	// A power cut's question is answered by the check itself: the runs
+	// keep their faults' --min-exposures (0), not the presets' 1.
+	if m.Base.MinExposures != 0 || m.Base.Given["min-exposures"] {
+		t.Errorf("min-exposures %d, given %v", m.Base.MinExposures, m.Base.Given)
+	}
+	var want []Row
+	var faults []string
+	for _, be := range registry.All() {
+		d := be.Durability
+		if d == nil {
+			continue
+		}
+		if be.DataDir == "" {
+			t.Errorf("%s describes durability settings but keeps nothing on disk for a power fault to take", be.Name)
+		}
+		if !slices.Contains(faults, d.Fault) {
+			faults = append(faults, d.Fault)
+		}
+		if len(d.Relaxed) == 0 || d.Safe.Name != "safe" || len(d.Safe.Options) == 0 {
+			t.Errorf("%s: durability %+v", be.Name, d)
+		}
+		for _, s := range d.All() {
+			r := docker(be.Name, d.Recipe, "fenced", "all")
+			r.Faults = d.Fault
+			r.FaultsWhy = be.Name + "'s durability settings run only under " + d.Fault + " (" + d.Why + ")"
+			want = append(want, r.withSettings(s))
+		}
+	}
+	for _, name := range []string{"etcd", "nats", "postgres", "redis", "zookeeper"} {
+		if !slices.ContainsFunc(want, func(r Row) bool { return r.Backend == name }) {
+			t.Errorf("backend %s has no rows in the power preset", name)
+		}
+	}
+	if slices.ContainsFunc(m.Rows, func(r Row) bool { return r.Backend == "kubernetes" || r.Backend == "memory" }) {
+		t.Errorf("a backend without durability settings has rows: %v", m.Rows)
+	}
+	if !slices.Equal(m.Rows, want) {
+		t.Errorf("rows\n%v\nwant\n%v", m.Rows, want)
+	}
+	if !slices.Equal(m.Faults, faults) || !slices.Contains(faults, "power-loss") || !slices.Contains(faults, "power-loss-all") {
+		t.Errorf("faults %v, want %v", m.Faults, faults)
+	}
+	for _, r := range m.Rows {
+		for _, f := range m.Faults {
+			why := m.Applicable(r, f)
+			if (f == r.Faults) != (why == "") {
+				t.Errorf("%s under %s: %q", r, f, why)
+			}
+			if f != r.Faults && !strings.Contains(why, "run only under "+r.Faults) {
+				t.Errorf("%s under %s does not say why it is not run: %q", r, f, why)
+			}
+		}
+		// The row's settings are the run's flags, and the tables name them.
+		cfg := m.Config(r, r.Faults, 0, "/s")
+		for flag, v := range r.settings().Options {
+			if cfg.Options[flag] != v || !strings.Contains(r.SettingsLabel(), "--"+flag+" "+v) || !strings.Contains(r.String(), r.SettingsLabel()) {
+				t.Errorf("%s: options %v, label %q", r, cfg.Options, r.SettingsLabel())
+			}
+		}
+	}
+	redisSafe := docker("redis", "setnx-incr", "fenced", "all")
+	redisSafe.Settings, redisSafe.Options = "safe", "redis-persistence=aof-always"
+	redisSafe.Faults = "power-loss"
+	if i := slices.IndexFunc(m.Rows, func(r Row) bool { return r.Backend == "redis" && r.Settings == "safe" }); i < 0 ||
+		m.Rows[i].Options != redisSafe.Options || m.Rows[i].Recipe != "setnx-incr" || m.Rows[i].SettingsLabel() != "safe: --redis-persistence aof-always" {
+		t.Errorf("redis's safe row: %v", m.Rows)
+	}
+	for _, c := range []struct {
+		backend, relaxed string
+	}{{"etcd", "etcd-unsafe-no-fsync=true"}, {"zookeeper", "zookeeper-force-sync=no"}, {"postgres", "postgres-synchronous-commit=off"},
+		{"redis", "redis-persistence=aof-everysec"}, {"nats", "nats-sync-interval=default"}} {
+		if !slices.ContainsFunc(m.Rows, func(r Row) bool { return r.Backend == c.backend && r.Settings == "relaxed" && r.Options == c.relaxed }) {
+			t.Errorf("no relaxed row %s %s", c.backend, c.relaxed)
+		}
+	}
+
+	// --backends narrows it, backend:recipe picks the recipe; --faults
+	// names the columns and every row runs them.
+	m, err = Expand(Spec{Preset: "power", Backends: []string{"redis:setnx", "etcd"}, Faults: []string{"power-loss", "power-loss-all"}, Runs: 1, TimeLimit: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m2, err := Expand(Spec{Preset: "power", Base: harness.Config{NemesisInterval: time.Second}}); err != nil || m2.Base.NemesisInterval != time.Second {
+		t.Errorf("--nemesis-interval given does not override the preset's: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 4 || m.Rows[0].Recipe != "setnx" || m.Rows[2].Backend != "etcd" || m.Runs != 1 || m.TimeLimit != 20*time.Second || m.Base.NemesisInterval != 5*time.Second {
+		t.Errorf("rows %v, runs %d, time limit %s", m.Rows, m.Runs, m.TimeLimit)
+	}
+	for _, r := range m.Rows {
+		if why := m.Applicable(r, "power-loss"); why != "" || r.Faults != "" {
+			t.Errorf("%s under power-loss, asked for: %q", r, why)
+		}
+	}
+	if _, err := Expand(Spec{Preset: "power", Backends: []string{"kubernetes"}}); err == nil || !strings.Contains(err.Error(), "no durability settings") {
+		t.Errorf("a backend without durability settings: %v", err)
+	}
+}
+
+// The redis-deployments preset: one master, Redlock and Sentinel side by
+// side, each deployment's recipes as rows, fenced, each under the faults
+// that have meaning for it (the backend's own description); the other
+// cells say why they are not run.
+func TestExpandCompareRedisDeploymentsPreset(t *testing.T) {
+	m, err := Expand(Spec{Preset: RedisDeployments, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Runs != 3 || m.TimeLimit != 20*time.Second || m.Base.MinExposures != 1 || !m.Base.StopOnViolation {
+		t.Errorf("runs %d, time limit %s, min exposures %d", m.Runs, m.TimeLimit, m.Base.MinExposures)
+	}
+	if want := []string{"pause-holder", "kill-leader", "kill", "pause-leader", "partition-primary", "partition-primary-clients"}; !slices.Equal(m.Faults, want) {
+		t.Errorf("faults %v, want %v", m.Faults, want)
+	}
+	type rowWant struct {
+		recipe, deployment, topology string
+		faults                       []string
+	}
+	sentinelFaults := []string{"pause-holder", "kill-leader", "pause-leader", "partition-primary", "partition-primary-clients"}
+	want := []rowWant{
+		{"setnx", "single", "single", []string{"pause-holder", "kill-leader"}},
+		{"setnx-incr", "single", "single", []string{"pause-holder", "kill-leader"}},
+		{"redlock", "redlock", "single", []string{"pause-holder", "kill"}},
+		{"setnx", "sentinel", "sentinel", sentinelFaults},
+		{"setnx-incr", "sentinel", "sentinel", sentinelFaults},
+		{"setnx-incr-wait", "sentinel", "sentinel", sentinelFaults},
+	}
+	if len(m.Rows) != len(want) {
+		t.Fatalf("rows %v", m.Rows)
+	}
+	for i, w := range want {
+		r := m.Rows[i]
+		if r.Backend != "redis" || r.Recipe != w.recipe || r.Settings != w.deployment || r.Fencing != "all" || r.Storage != "fenced" {
+			t.Errorf("row %d: %s, want %+v", i, r, w)
+		}
+		for _, f := range m.Faults {
+			why := m.Applicable(r, f)
+			if slices.Contains(w.faults, f) != (why == "") {
+				t.Errorf("%s under %s: %q", r, f, why)
+			}
+			if why != "" && !strings.Contains(why, "redis's "+w.deployment+" deployment runs only under") {
+				t.Errorf("%s under %s does not say why: %q", r, f, why)
+			}
+		}
+		if cfg := m.Config(r, w.faults[0], 0, "/s"); cfg.Options["redis-topology"] != w.topology || cfg.Recipe != w.recipe {
+			t.Errorf("%s: options %v", r, cfg.Options)
+		}
+	}
+	// One recipe: only the deployments that run it.
+	m, err = Expand(Spec{Preset: RedisDeployments, Backends: []string{"redis:setnx-incr"}, Fencing: []string{"none", "all"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Rows) != 4 || m.Rows[0].Settings != "single" || m.Rows[2].Settings != "sentinel" || m.Rows[0].Fencing != "none" {
+		t.Errorf("rows %v", m.Rows)
+	}
+	// Redlock's own column (kill) goes with its deployment.
+	if slices.Contains(m.Faults, "kill") || !slices.Contains(m.Faults, "partition-primary") {
+		t.Errorf("faults %v", m.Faults)
+	}
+	if _, err := Expand(Spec{Preset: RedisDeployments, Backends: []string{"etcd"}}); err == nil || !strings.Contains(err.Error(), "describes no deployments") {
+		t.Errorf("a backend without deployments: %v", err)
+	}
+	if _, err := Expand(Spec{Preset: "etcd-deployments"}); err == nil || !strings.Contains(err.Error(), "unknown preset") {
+		t.Errorf("a deployments preset of a backend without deployments: %v", err)
+	}
+}
+
+// Rows with settings of their own show them in a column of their own,
+// and compare.json has them by flag; a matrix without keeps its columns.
+func TestCompareTablesShowSettings(t *testing.T) {
+	cell := result.CompareCell{Fault: "power-loss", Verdicts: map[string]int{"valid": 1},
+		Runs: []result.CompareRun{{Dir: "a/b", Seed: 1, Verdict: "valid"}}}
+	c := &result.Comparison{Runs: 1, Seed: 1, Faults: []string{"power-loss"}, Rows: []result.CompareRow{
+		{Backend: "redis", Recipe: "setnx-incr", Settings: "safe: --redis-persistence aof-always", Options: map[string]string{"redis-persistence": "aof-always"},
+			Storage: "fenced", Fencing: "all", Cluster: "docker", Cells: []result.CompareCell{cell}}}}
+	var md, page strings.Builder
+	if err := result.WriteCompareMarkdown(&md, c); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| backend | recipe | settings | storage | fencing | power-loss |") ||
+		!strings.Contains(md.String(), "| redis | setnx-incr | safe: --redis-persistence aof-always | fenced | all |") {
+		t.Errorf("compare.md:\n%s", md.String())
+	}
+	if err := result.WriteCompareHTML(&page, c); err != nil || !strings.Contains(page.String(), "<th>settings</th>") ||
+		!strings.Contains(page.String(), "<td>safe: --redis-persistence aof-always</td>") {
+		t.Errorf("compare.html (%v):\n%s", err, page.String())
+	}
+	c.Rows[0].Settings, c.Rows[0].Options = "", nil
+	md.Reset()
+	if err := result.WriteCompareMarkdown(&md, c); err != nil || strings.Contains(md.String(), "settings |") {
+		t.Errorf("a matrix without settings has the column (%v):\n%s", err, md.String())
+	}
+}
+
 func TestExpandCompareJepsenEtcdPreset(t *testing.T) {
 	m, err := Expand(Spec{Preset: "jepsen-etcd", Seed: 1})
 	if err != nil {

@@ -24,6 +24,7 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -40,7 +41,8 @@ import (
 // Spec is `check compare`'s selection of the matrix, as the flags
 // give it. Empty fields take the preset's values, else the defaults.
 type Spec struct {
-	// Preset is "", "quick", "full", "jepsen-etcd" or "kleppmann".
+	// Preset is "" or one of Presets: "quick", "full", "jepsen-etcd",
+	// "kleppmann", "power" or "redis-deployments".
 	Preset string
 	// Backends are backend names, or backend:recipe for one recipe. A bare
 	// name means the backend's default recipe under the quick preset and
@@ -117,10 +119,59 @@ type Row struct {
 	// ServerVersion is the row's --server-version ("" for the matrix's
 	// own, Base.ServerVersion).
 	ServerVersion string
+	// Settings name the choice of the backend's own flags the row runs
+	// with ("" for none: the matrix's), as the backend describes it
+	// (registry.Settings: "safe", "sentinel"), and Options are those
+	// flags, "flag=value" pairs sorted by flag and joined by spaces (a
+	// string, so that a Row stays comparable).
+	Settings, Options string
+	// Faults, when set, are the only columns the row runs (a comma list),
+	// and FaultsWhy says so and why, as the n/a cells' reason: the faults
+	// that have meaning for its settings, as the backend says.
+	Faults, FaultsWhy string
 }
 
 func (r Row) String() string {
-	return fmt.Sprintf("%s %s %s %s", r.BackendLabel(), r.RecipeLabel(), r.Storage, r.Fencing)
+	s := fmt.Sprintf("%s %s %s %s", r.BackendLabel(), r.RecipeLabel(), r.Storage, r.Fencing)
+	if r.Settings != "" {
+		s += " [" + r.SettingsLabel() + "]"
+	}
+	return s
+}
+
+// SettingsLabel is the row's settings as the tables show them: the name
+// and the flags ("safe: --redis-persistence aof-always"); "" for none.
+func (r Row) SettingsLabel() string {
+	if r.Settings == "" {
+		return ""
+	}
+	if flags := r.settings().Flags(); flags != "" {
+		return r.Settings + ": " + flags
+	}
+	return r.Settings
+}
+
+// settings is the row's settings as the registry has them.
+func (r Row) settings() registry.Settings {
+	s := registry.Settings{Name: r.Settings}
+	for _, pair := range strings.Fields(r.Options) {
+		if s.Options == nil {
+			s.Options = map[string]string{}
+		}
+		f, v, _ := strings.Cut(pair, "=")
+		s.Options[f] = v
+	}
+	return s
+}
+
+// withSettings is r with the settings s.
+func (r Row) withSettings(s registry.Settings) Row {
+	var pairs []string
+	for _, f := range slices.Sorted(maps.Keys(s.Options)) {
+		pairs = append(pairs, f+"="+s.Options[f])
+	}
+	r.Settings, r.Options = s.Name, strings.Join(pairs, " ")
+	return r
 }
 
 // BackendLabel is the backend as the tables show it: with the server
@@ -307,9 +358,85 @@ func (l lists) check() error {
 	return nil
 }
 
+// variant is a backend's rows of one choice of its own flags: its
+// recipes, the settings and the faults they run under (none: every
+// column).
+type variant struct {
+	recipes  []string
+	settings registry.Settings
+	faults   []string
+	// why is the reason for the faults, the backend's words, and what
+	// names the variant in it ("redis's sentinel deployment runs").
+	why, what string
+}
+
+// variants are the choices of be's own flags the matrix's rows take,
+// with recipe the one recipe sel names (one): one variant with no
+// settings, or (the power preset) each of the backend's durability
+// settings, or (a deployments preset) each of its deployments.
+func (l lists) variants(be registry.Info, recipe string, one bool) ([]variant, error) {
+	switch l.rowsFrom {
+	case fromDurability:
+		d := be.Durability
+		if d == nil {
+			return nil, usage.Errorf("backends", "backend %s describes no durability settings to put under a power fault (backends that do: %s)", be.Name, strings.Join(durableBackends(), ", "))
+		}
+		rc := d.Recipe
+		if one {
+			rc = recipe
+		}
+		var out []variant
+		for _, s := range d.All() {
+			out = append(out, variant{recipes: []string{rc}, settings: s, faults: []string{d.Fault}, why: d.Why,
+				what: be.Name + "'s durability settings run"})
+		}
+		return out, nil
+	case fromDeployments:
+		if len(be.Deployments) == 0 {
+			return nil, usage.Errorf("backends", "backend %s describes no deployments", be.Name)
+		}
+		var out []variant
+		for _, dep := range be.Deployments {
+			rcs := dep.Recipes
+			if one {
+				if !slices.Contains(rcs, recipe) {
+					continue
+				}
+				rcs = []string{recipe}
+			}
+			out = append(out, variant{recipes: rcs, settings: dep.Settings, faults: dep.Faults, why: dep.Why,
+				what: fmt.Sprintf("%s's %s deployment runs", be.Name, dep.Name)})
+		}
+		if len(out) == 0 {
+			return nil, usage.Errorf("backends", "no deployment of backend %s runs recipe %s", be.Name, recipe)
+		}
+		return out, nil
+	}
+	recipes := be.Recipes
+	switch {
+	case one:
+		recipes = []string{recipe}
+	case !l.everyRecipe:
+		recipes = be.Recipes[:1]
+	}
+	return []variant{{recipes: recipes}}, nil
+}
+
+// durableBackends are the backends that describe durability settings.
+func durableBackends() []string {
+	var out []string
+	for _, be := range registry.All() {
+		if be.Durability != nil {
+			out = append(out, be.Name)
+		}
+	}
+	return out
+}
+
 // builtinRows adds the rows of the built-in recipes of l.backends: each
 // recipe (or the first, or the one named as backend:recipe) under each
-// storage it can use and each fencing mode that storage takes.
+// storage it can use and each fencing mode that storage takes — in the
+// power and deployments presets, under each of the backend's settings.
 func (l lists) builtinRows(add func(Row)) error {
 	for _, sel := range l.backends {
 		name, recipe, one := strings.Cut(sel, ":")
@@ -317,41 +444,67 @@ func (l lists) builtinRows(add func(Row)) error {
 		if !ok {
 			return usage.Errorf("backends", "unknown backend %q (accepted: %s; backend:recipe picks one recipe)", name, strings.Join(registry.Names(), ", "))
 		}
-		recipes := be.Recipes
-		switch {
-		case one && !slices.Contains(be.Recipes, recipe):
+		if one && !slices.Contains(be.Recipes, recipe) {
 			return usage.Errorf("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
-		case one:
-			recipes = []string{recipe}
-		case !l.everyRecipe:
-			recipes = be.Recipes[:1]
+		}
+		vars, err := l.variants(be, recipe, one)
+		if err != nil {
+			return err
 		}
 		versions, err := rowVersions(be, l.serverVersions)
 		if err != nil {
 			return err
 		}
 		cluster := defaultCluster(be)
-		for _, rc := range recipes {
-			for _, st := range l.storages {
-				shared := registry.IsSharedStorage(st)
-				switch {
-				case shared && cluster == registry.ClusterInProcess && st != registry.DefaultStorage:
-					continue // an in-process run has only the fenced node
-				case !shared && !slices.Contains(be.Storages, st):
-					continue // another backend's own storage
-				}
-				fs := l.fencing
-				if !shared {
-					fs = []string{"none"} // the backend guards it itself
-				}
-				for _, v := range versions {
-					for _, lc := range l.leaseChecks {
-						if lc == registry.LeaseCheckAll {
-							lc = "" // the default: rows read as they always did
+		for _, v := range vars {
+			if err := l.variantRows(be, v, versions, cluster, add); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// variantRows adds the rows of one variant of backend be.
+func (l lists) variantRows(be registry.Info, v variant, versions []string, cluster registry.Cluster, add func(Row)) error {
+	if err := be.CheckSettings(v.settings); err != nil {
+		return err
+	}
+	faults, why := strings.Join(v.faults, ","), ""
+	if len(v.faults) > 0 {
+		why = fmt.Sprintf("%s only under %s", v.what, strings.Join(v.faults, ", "))
+		if v.why != "" {
+			why += " (" + v.why + ")"
+		}
+	}
+	if l.faultsGiven {
+		faults, why = "", "" // the columns asked for, on every row
+	}
+	for _, rc := range v.recipes {
+		for _, st := range l.storages {
+			shared := registry.IsSharedStorage(st)
+			switch {
+			case shared && cluster == registry.ClusterInProcess && st != registry.DefaultStorage:
+				continue // an in-process run has only the fenced node
+			case !shared && !slices.Contains(be.Storages, st):
+				continue // another backend's own storage
+			}
+			fs := l.fencing
+			if !shared {
+				fs = []string{"none"} // the backend guards it itself
+			}
+			for _, sv := range versions {
+				for _, lc := range l.leaseChecks {
+					if lc == registry.LeaseCheckAll {
+						lc = "" // the default: rows read as they always did
+					}
+					for _, f := range fs {
+						r := Row{Backend: be.Name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster, LeaseCheck: lc, ServerVersion: sv,
+							Faults: faults, FaultsWhy: why}
+						if v.settings.Name != "" {
+							r = r.withSettings(v.settings)
 						}
-						for _, f := range fs {
-							add(Row{Backend: name, Recipe: rc, Storage: st, Fencing: f, Cluster: cluster, LeaseCheck: lc, ServerVersion: v})
-						}
+						add(r)
 					}
 				}
 			}

@@ -226,7 +226,8 @@ func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 		owner[p] = assigned[i] + 1
 	}
 	for i, r := range first.Rows {
-		row := result.CompareRow{Backend: r.Backend, ServerVersion: r.ServerVersion, Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
+		row := result.CompareRow{Backend: r.Backend, ServerVersion: r.ServerVersion, Recipe: r.Recipe, Settings: r.Settings, Options: r.Options,
+			Storage: r.Storage, Fencing: r.Fencing, Cluster: r.Cluster}
 		for _, cell := range r.Cells {
 			if cell.NotApplicable != "" {
 				row.Cells = append(row.Cells, result.CompareCell{Fault: cell.Fault, NotApplicable: cell.NotApplicable, Verdicts: map[string]int{}})
@@ -242,7 +243,7 @@ func merged(shards []loadedShard, out string) (*result.Comparison, error) {
 				}
 				missing++
 				c.Missing = append(c.Missing, result.CompareMissing{Shard: fmt.Sprintf("%d/%d", owner[p], first.Shard.Count),
-					Backend: r.BackendLabel(), Recipe: r.Recipe, Storage: r.Storage, Fencing: r.Fencing, Fault: cell.Fault, Run: k + 1})
+					Backend: r.BackendLabel(), Recipe: r.RecipeWithSettings(), Storage: r.Storage, Fencing: r.Fencing, Fault: cell.Fault, Run: k + 1})
 			}
 			merged := result.CompareCell{Fault: cell.Fault, Verdicts: map[string]int{}}
 			if len(runs) > 0 {
@@ -286,7 +287,7 @@ func unfinishedRun(shardDir string, run result.CompareRun) string {
 }
 
 func rowText(r result.CompareRow) string {
-	return fmt.Sprintf("%s %s %s %s", r.BackendLabel(), r.Recipe, r.Storage, r.Fencing)
+	return fmt.Sprintf("%s %s %s %s", r.BackendLabel(), r.RecipeWithSettings(), r.Storage, r.Fencing)
 }
 
 // MergeExitCode is `check compare merge`'s exit code: as ExitCode (255

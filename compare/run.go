@@ -56,7 +56,8 @@ func run(sig harness.Signals, m *Matrix, shard *result.CompareShard, dir string,
 	}
 	total := 0
 	for i, r := range m.Rows {
-		c.Rows = append(c.Rows, result.CompareRow{Backend: r.Backend, ServerVersion: r.ServerVersion, Recipe: r.RecipeLabel(), Storage: r.Storage, Fencing: r.Fencing, Cluster: string(r.Cluster)})
+		c.Rows = append(c.Rows, result.CompareRow{Backend: r.Backend, ServerVersion: r.ServerVersion, Recipe: r.RecipeLabel(), Settings: r.SettingsLabel(),
+			Options: r.settings().Options, Storage: r.Storage, Fencing: r.Fencing, Cluster: string(r.Cluster)})
 		for _, f := range m.Faults {
 			cell := result.CompareCell{Fault: f, Verdicts: map[string]int{}}
 			if why := m.Applicable(r, f); why != "" {

@@ -395,3 +395,26 @@ func pageLinks(t *testing.T, dir string) []string {
 	}
 	return out
 }
+
+// A merged comparison keeps each row's settings and the reason a row's
+// other columns are not run; a missing run names its row's settings.
+func TestMergeKeepsRowSettings(t *testing.T) {
+	root := t.TempDir()
+	shard := filepath.Join(root, "s")
+	emptyShard(t, Spec{Preset: "power", Backends: []string{"redis", "etcd"}, Runs: 1, Seed: 3}, Shard{1, 1}, shard)
+	merged, err := Merge([]string{shard}, filepath.Join(root, "merged"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(merged.Rows) != 4 || !slices.Equal(merged.Faults, []string{"power-loss", "power-loss-all"}) {
+		t.Fatalf("rows %+v, faults %v", merged.Rows, merged.Faults)
+	}
+	r := merged.Rows[0]
+	if r.Settings != "safe: --redis-persistence aof-always" || r.Options["redis-persistence"] != "aof-always" ||
+		!strings.Contains(r.Cells[1].NotApplicable, "redis's durability settings run only under power-loss") || r.Cells[0].NotApplicable != "" {
+		t.Errorf("row %+v", r)
+	}
+	if len(merged.Missing) != 4 || !strings.Contains(merged.Missing[0].String(), "setnx-incr [safe: --redis-persistence aof-always]") {
+		t.Errorf("missing %v", merged.Missing)
+	}
+}

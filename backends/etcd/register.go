@@ -53,6 +53,13 @@ func init() {
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewRecipeClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
 		},
+		Durability: &registry.Durability{
+			Recipe: Recipes[0], Fault: "power-loss-all",
+			Why:  "a majority of members keeps every committed write, so only a cut of every member at once can take one",
+			Safe: registry.Settings{Name: "safe", Options: map[string]string{UnsafeNoFsyncFlag.Name: "false"}, What: "etcd's default: the WAL fsynced before a write is committed"},
+			Relaxed: []registry.Settings{{Name: "relaxed", Options: map[string]string{UnsafeNoFsyncFlag.Name: "true"},
+				What: "--unsafe-no-fsync: nothing fsynced"}},
+		},
 	})
 }
 

@@ -78,5 +78,12 @@ func init() {
 		OpenClient: func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewClient(ctx, spec.Endpoints, spec.Recipe, spec.LeaseTTL, spec.Process, storage)
 		},
+		Durability: &registry.Durability{
+			Recipe: Recipes[0], Fault: "power-loss-all",
+			Why:  "a stream's replicas keep its writes, so a coordinated power failure of every server, as Jepsen ran against NATS 2.12.1, is what can take one",
+			Safe: registry.Settings{Name: "safe", Options: map[string]string{SyncFlag: SyncAlways}, What: "sync_interval always: fsync before every acknowledgement"},
+			Relaxed: []registry.Settings{{Name: "relaxed", Options: map[string]string{SyncFlag: SyncDefault},
+				What: "nats-server's default: fsync every 2 minutes, writes acknowledged before they reach the disk"}},
+		},
 	})
 }

@@ -32,6 +32,13 @@ func init() {
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return OpenClient(spec, storage)
 		},
+		Durability: &registry.Durability{
+			Recipe: RecipeLease, Fault: "power-loss",
+			Why:  "one server holds the lease table, so one server's power cut is the whole service's",
+			Safe: registry.Settings{Name: "safe", Options: map[string]string{SynchronousCommitFlag.Name: "on"}, What: "PostgreSQL's default: a commit's WAL flushed before it is acknowledged"},
+			Relaxed: []registry.Settings{{Name: "relaxed", Options: map[string]string{SynchronousCommitFlag.Name: "off"},
+				What: "synchronous_commit = off: PostgreSQL documents up to 3 × wal_writer_delay of commits lost"}},
+		},
 	})
 	// A row in PostgreSQL, fenced in SQL: a shared storage every backend
 	// can guard.

@@ -71,6 +71,28 @@ func init() {
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
 		},
+		Durability: &registry.Durability{
+			Recipe: SetNXIncr, Fault: "power-loss",
+			Why:  "one master holds the lock key and the token counter, so one server's power cut is the whole service's",
+			Safe: registry.Settings{Name: "safe", Options: map[string]string{PersistenceFlag: "aof-always"}, What: "the append-only file fsynced before every reply"},
+			Relaxed: []registry.Settings{{Name: "relaxed", Options: map[string]string{PersistenceFlag: "aof-everysec"},
+				What: "the append-only file fsynced once a second: Redis documents up to a second of writes lost"}},
+		},
+		Deployments: []registry.Deployment{
+			{Settings: registry.Settings{Name: Single, Options: map[string]string{TopologyFlag: Single},
+				What: "one master, nothing replicated"},
+				Recipes: []string{SetNX, SetNXIncr}, Faults: []string{"pause-holder", "kill-leader"},
+				Why: "one master has no replica to fail over to or cut off: a paused holder, and the master killed and restarted with what it kept on disk"},
+			{Settings: registry.Settings{Name: "redlock", Options: map[string]string{TopologyFlag: Single},
+				What: "five independent masters, a quorum of three"},
+				Recipes: []string{Redlock}, Faults: []string{"pause-holder", "kill"},
+				Why: "Redlock's masters are independent, none leads: a paused holder, and one master of five killed and restarted with what it kept on disk"},
+			{Settings: registry.Settings{Name: Sentinel, Options: map[string]string{TopologyFlag: Sentinel},
+				What: "a master and two replicas, three Sentinels that fail over"},
+				Recipes: []string{SetNX, SetNXIncr, SetNXIncrWait},
+				Faults:  []string{"pause-holder", "kill-leader", "pause-leader", "partition-primary", "partition-primary-clients"},
+				Why:     "every fault that makes Sentinel promote a replica, and a paused holder with no server fault"},
+		},
 	})
 }
 

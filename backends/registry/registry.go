@@ -193,6 +193,17 @@ type Info struct {
 	// its packages). The harness gets that program for the engine's
 	// architecture and runs it in the client containers instead.
 	Agent *AgentProgram
+
+	// Durability, when set, is the backend's durability settings, safe and
+	// relaxed, and the power fault that tests them (`check compare
+	// --preset power`); nil when its servers keep nothing on disk or have
+	// no setting to relax.
+	Durability *Durability
+	// Deployments are the ways users deploy the lock service that
+	// `check compare --preset <name>-deployments` puts side by side, each
+	// with its recipes, its own flags and the faults that have meaning
+	// for it; empty: the backend has one way.
+	Deployments []Deployment
 }
 
 // AgentProgram is a backend's own agent program: a main package of this

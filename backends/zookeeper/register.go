@@ -24,6 +24,13 @@ func init() {
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewClient(spec.Endpoints, spec.LeaseTTL, storage)
 		},
+		Durability: &registry.Durability{
+			Recipe: "lock", Fault: "power-loss-all",
+			Why:  "a quorum of servers keeps every committed transaction, so only a cut of every server at once can take one",
+			Safe: registry.Settings{Name: "safe", Options: map[string]string{ForceSyncFlag.Name: "yes"}, What: "ZooKeeper's default: the transaction log fsynced before a transaction is acknowledged"},
+			Relaxed: []registry.Settings{{Name: "relaxed", Options: map[string]string{ForceSyncFlag.Name: "no"},
+				What: "forceSync=no: transactions acknowledged once written, before the fsync"}},
+		},
 	})
 }
 

@@ -57,7 +57,19 @@ each, Jepsen's time limit; see docs/jepsen-etcd.md); kleppmann (the clock faults
 Redlock and the other recipes: redis redlock and setnx, postgres lease, etcd and
 zookeeper × clock-jump on a majority, clock-jump-quorum, clock-strobe and
 pause-holder × fencing none and all, a critical section of 1s; see
-docs/kleppmann-redlock.md). Flags given override the preset's values.
+docs/kleppmann-redlock.md); power (each backend's safe and relaxed
+durability settings, as the backend describes them — etcd
+--etcd-unsafe-no-fsync, nats --nats-sync-interval, postgres
+--postgres-synchronous-commit, redis --redis-persistence, zookeeper
+--zookeeper-force-sync — one row each, fenced, under the power fault that
+suits its servers, the other column n/a; 5s between a restart and the next
+cut; 3 runs of 30s); redis-deployments
+(Redis as people deploy it: one master with setnx and setnx-incr, Redlock on
+five masters, a master with replicas and Sentinels with setnx, setnx-incr and
+setnx-incr-wait, fenced, each under the faults that have meaning for it:
+pause-holder and kill-leader, pause-holder and kill, every fault that makes
+Sentinel fail over; 3 runs of 20s). Flags given override the preset's values
+(--faults runs every row under every fault given).
 
 A column a+b of --faults is one schedule that draws a or b for each
 injection. --lease-checks all,none gives each row for the careful client
@@ -76,6 +88,8 @@ on bad arguments.`,
   check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
   check compare --preset jepsen-etcd
   check compare --preset kleppmann
+  check compare --preset power
+  check compare --preset redis-deployments --runs 5
   check compare --backends memory --faults pause-holder,pause --time-limit 10s
   check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s
   check compare --preset quick --seed 42 --shard 2/3 --store shard-2   # one job of a CI matrix
@@ -99,12 +113,12 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.StringArrayVar(&spec.Clients, "client", nil, "your own lock client, repeatable: BACKEND:DIR, or DIR to run it against each of --backends (then --backends adds no built-in rows); rows named after the client, fenced storage, each --fencing (docs/client-protocol.md)")
 	f.StringVar(&cf.storages, "storages", "", "comma list of storages: fenced, postgres, or a backend's own such as etcd (default fenced)")
 	f.StringVar(&cf.faults, "faults", "", "comma list of faults, one column each; a+b is one column drawing a or b for each injection (default pause-holder): "+faultNames())
-	f.StringVar(&cf.fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all)")
+	f.StringVar(&cf.fencing, "fencing", "", "comma list of fencing modes for the shared storages (default none,all; power, redis-deployments: all)")
 	f.StringVar(&cf.leaseChecks, "lease-checks", "", "comma list of what the built-in client checks of its lease, one row each: all (careful, the default) or none (trusts its grant); jepsen-etcd: none, plus all unfenced")
 	f.StringVar(&cf.serverVersions, "server-versions", "", "comma list of server builds, one row each for a backend that has several (etcd: 3.4,3.5,3.6,3.7; 3.5 and 3.7 are compiled on first use); default each backend's first (jepsen-etcd: 3.4)")
 	f.StringVar(&spec.Base.ClientEndpoints, "client-endpoints", "", "which servers each client speaks to: all (default) or one (process p to server p mod n; etcd and zookeeper; jepsen-etcd: one)")
-	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full: 3; jepsen-etcd: 10)")
-	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; jepsen-etcd: 120s)")
+	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full, power, redis-deployments: 3; jepsen-etcd: 10)")
+	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; power: 30s; jepsen-etcd: 120s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.IntVar(&spec.Parallel, "parallel", 0, "runs at once, each on its own cluster (default from the engine: one a core, within half its memory at 2 GiB a slot; 1 runs them one by one; faults that freeze servers never go more than one a core; docs/compare.md)")
 	f.StringVar(&cf.shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")

@@ -368,3 +368,25 @@ func TestJUnitFileOfEachTest(t *testing.T) {
 		}
 	}
 }
+
+// The settings presets refuse, before anything is created, a backend
+// that describes no settings of the kind they put side by side.
+func TestCompareSettingsPresetsRefuseABackendWithoutSettings(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--preset", "power", "--backends", "kubernetes"}, "describes no durability settings"},
+		{[]string{"--preset", "redis-deployments", "--backends", "etcd"}, "describes no deployments"},
+		{[]string{"--preset", "etcd-deployments"}, "unknown preset"},
+	} {
+		store := filepath.Join(t.TempDir(), "cmp")
+		code, _, stderr := runCLI(t, append([]string{"compare", "--store", store}, c.args...)...)
+		if code != harness.ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, %q; want 254 saying %q", c.args, code, stderr, c.want)
+		}
+		if _, err := os.Stat(store); err == nil {
+			t.Errorf("%v: the store was created before the arguments were checked", c.args)
+		}
+	}
+}

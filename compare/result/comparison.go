@@ -71,9 +71,15 @@ type CompareRow struct {
 	// (--server-versions), "" for the matrix's own.
 	ServerVersion string `json:"server_version,omitempty"`
 	Recipe        string `json:"recipe"`
-	Storage       string `json:"storage"`
-	Fencing       string `json:"fencing"`
-	Cluster       string `json:"cluster"`
+	// Settings are the row's choice of the backend's own flags, as the
+	// tables show it ("safe: --redis-persistence aof-always"), and
+	// Options those flags by name; omitted for a row that runs with the
+	// matrix's (the power and deployments presets' rows have them).
+	Settings string            `json:"settings,omitempty"`
+	Options  map[string]string `json:"options,omitempty"`
+	Storage  string            `json:"storage"`
+	Fencing  string            `json:"fencing"`
+	Cluster  string            `json:"cluster"`
 	// Cells are in the order of Comparison.Faults.
 	Cells []CompareCell `json:"cells"`
 }
@@ -227,6 +233,22 @@ func (r *CompareRow) BackendLabel() string {
 		return r.Backend + " " + r.ServerVersion
 	}
 	return r.Backend
+}
+
+// RecipeWithSettings is the recipe with the row's settings, when it has
+// some, for the lines that name a row: "setnx-incr [safe: --redis-persistence
+// aof-always]".
+func (r *CompareRow) RecipeWithSettings() string {
+	if r.Settings != "" {
+		return r.Recipe + " [" + r.Settings + "]"
+	}
+	return r.Recipe
+}
+
+// HasSettings says whether any row of c has settings of its own: the
+// tables then show them in a column.
+func (c *Comparison) HasSettings() bool {
+	return slices.ContainsFunc(c.Rows, func(r CompareRow) bool { return r.Settings != "" })
 }
 
 // ServersText is what the row's servers said they are, over every run

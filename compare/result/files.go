@@ -66,11 +66,20 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 		"the share of acknowledged updates lost (the median over the runs whose final read could be taken, and the range over them, when it differs); " +
 		"acquisitions per second (ok acquires / time limit); the share of acquisitions that succeeded; links to each run's report. " +
 		"Under each backend, what its servers said they are when asked after the last fault of each run.\n\n")
-	b.WriteString("| backend | recipe | storage | fencing |")
+	settings := c.HasSettings()
+	b.WriteString("| backend | recipe |")
+	if settings {
+		b.WriteString(" settings |")
+	}
+	b.WriteString(" storage | fencing |")
 	for _, f := range c.Faults {
 		fmt.Fprintf(&b, " %s |", f)
 	}
-	b.WriteString("\n|---|---|---|---|")
+	b.WriteString("\n|---|---|")
+	if settings {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|---|")
 	for range c.Faults {
 		b.WriteString("---|")
 	}
@@ -81,7 +90,11 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 		if sv := r.ServersText(); sv != "" {
 			backend += "<br>" + mdLine(sv)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |", backend, r.Recipe, r.Storage, r.Fencing)
+		fmt.Fprintf(&b, "| %s | %s |", backend, r.Recipe)
+		if settings {
+			fmt.Fprintf(&b, " %s |", r.Settings)
+		}
+		fmt.Fprintf(&b, " %s | %s |", r.Storage, r.Fencing)
 		for _, cell := range r.Cells {
 			b.WriteString(" ")
 			b.WriteString(cell.VerdictText())
@@ -97,7 +110,7 @@ func WriteCompareMarkdown(w io.Writer, c *Comparison) error {
 					links = append(links, fmt.Sprintf("[%d](%s)", runNo(c, i, run), reportLink(run.Dir)))
 				}
 				if run.Error != "" {
-					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.BackendLabel(), r.Recipe, r.Storage, r.Fencing, cell.Fault, runNo(c, i, run), mdLine(run.Error)))
+					errs = append(errs, fmt.Sprintf("- %s %s %s %s × %s, run %d: %s", r.BackendLabel(), r.RecipeWithSettings(), r.Storage, r.Fencing, cell.Fault, runNo(c, i, run), mdLine(run.Error)))
 				}
 			}
 			if len(links) > 0 {
