@@ -38,6 +38,7 @@ type row struct {
 type flags struct {
 	checkerCase     int
 	overheadRuns    int
+	overheadOn      string
 	presetRuns      int
 	docker          bool
 	runs            int
@@ -72,6 +73,7 @@ func parseFlags() flags {
 	var f flags
 	flag.IntVar(&f.checkerCase, "checker-case", -1, "internal: check one synthetic case and print its numbers")
 	flag.IntVar(&f.overheadRuns, "overhead-runs", 3, "runs per side (new cluster, warm cluster) of each backend in the overhead group")
+	flag.StringVar(&f.overheadOn, "overhead-backends", "etcd,zookeeper,postgres,redis", "backends of the overhead group (comma list), each measured on new and on warm clusters")
 	flag.IntVar(&f.presetRuns, "preset-runs", 10, "runs per cell of the jepsen-etcd preset in the preset group (only when named: --only preset)")
 	flag.BoolVar(&f.docker, "docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	flag.IntVar(&f.runs, "runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
@@ -152,7 +154,12 @@ func groupRows(f flags) []row {
 		rows = append(rows, dockerRows()...)
 	}
 	if f.docker && want("overhead") {
-		rows = append(rows, overheadRows(f.overheadRuns)...)
+		backends, err := overheadBackends(f.overheadOn)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(254)
+		}
+		rows = append(rows, overheadRows(f.overheadRuns, backends)...)
 	}
 	if f.docker && f.only != "" && want("preset") {
 		rows = append(rows, presetRows(f.presetRuns)...)

@@ -20,7 +20,8 @@ import (
 // side by side"), the containers of one cluster peaked at most at 650 MiB
 // (etcd: the jepsen-etcd preset's 5 nodes with 5 clients), 601 MiB
 // (Kubernetes: 3 etcd and kube-apiserver), 376 MiB (ZooKeeper's three
-// JVMs), 274 MiB (PostgreSQL) and 214 MiB (Redis); 2 GiB leaves each slot
+// JVMs), 274 MiB (PostgreSQL) and 214 MiB (Redis), and later 135 MiB
+// (NATS, 2026-12-06); 2 GiB leaves each slot
 // room for a longer run's growth and the engine's own overhead.
 const SlotMemory = 2 << 30
 

@@ -61,6 +61,9 @@ type DB struct {
 	// or "default" for the server's own (an fsync every 2 minutes), or
 	// "always".
 	Sync string
+	// Version is the --server-version: VersionModule ("" too), compiled
+	// and copied into the nodes, or VersionDebian, the node image's.
+	Version string
 
 	arch  string // the engine's, from Prepare
 	nodes []string
@@ -70,8 +73,22 @@ type DB struct {
 // image phase, so that the compile shows there as a timed step.
 func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error {
 	d.arch = arch
+	if d.debian() {
+		return nil
+	}
 	_, err := Server.Binary(ctx, arch, progress)
 	return err
+}
+
+// debian says whether the servers are Debian's package, in the node image.
+func (d *DB) debian() bool { return d.Version == VersionDebian }
+
+// binary is the server's path in the nodes.
+func (d *DB) binary() string {
+	if d.debian() {
+		return DebianBinary
+	}
+	return binaryPath
 }
 
 func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
@@ -81,21 +98,29 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	if err := CheckSync(d.Sync); err != nil {
 		return err
 	}
+	if d.debian() && d.Sync == SyncAlways {
+		return fmt.Errorf("nats-server %s has no sync_interval", DebianVersion)
+	}
 	d.nodes = nodes
-	arch := d.arch
-	if arch == "" {
+	var bin []byte
+	if !d.debian() {
+		arch := d.arch
+		if arch == "" {
+			var err error
+			if arch, err = c.EngineArch(ctx); err != nil {
+				return err
+			}
+		}
 		var err error
-		if arch, err = c.EngineArch(ctx); err != nil {
+		if bin, err = Server.Binary(ctx, arch, nil); err != nil {
 			return err
 		}
 	}
-	bin, err := Server.Binary(ctx, arch, nil)
-	if err != nil {
-		return err
-	}
 	if err := backends.OnEachNode(nodes, func(_ int, n string) error {
-		if err := c.CopyTo(ctx, n, binaryPath, bin, 0o755); err != nil {
-			return err
+		if bin != nil {
+			if err := c.CopyTo(ctx, n, binaryPath, bin, 0o755); err != nil {
+				return err
+			}
 		}
 		return d.Start(ctx, c, n)
 	}); err != nil {
@@ -181,7 +206,7 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	if err := c.CopyTo(ctx, node, configPath, []byte(d.config(node)), 0o644); err != nil {
 		return err
 	}
-	return backends.StartDaemon(ctx, c, node, "nats", []string{binaryPath, "-c", configPath}, engine.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "nats", []string{d.binary(), "-c", configPath}, engine.ExecOptions{})
 }
 
 func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
@@ -368,8 +393,12 @@ func (d *DB) Info() map[string]string {
 	if d.Sync == SyncAlways {
 		sync = "sync_interval always"
 	}
+	build := Server.Version + ", built from the module proxy"
+	if d.debian() {
+		build = DebianVersion + ", Debian's package"
+	}
 	return map[string]string{"lock service": fmt.Sprintf("nats-server %s (JetStream, %s) on %s; bucket %s, R=%d, TTL %s",
-		Server.Version, sync, strings.Join(d.nodes, ", "), Bucket, len(d.nodes), d.LeaseTTL)}
+		build, sync, strings.Join(d.nodes, ", "), Bucket, len(d.nodes), d.LeaseTTL)}
 }
 
 // checkStore asks node's server, on /varz, where it keeps its JetStream

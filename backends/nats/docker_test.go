@@ -25,8 +25,10 @@ import (
 // holder cut off from the servers, writing on after its lease has passed
 // to another, is refused by the fence.
 func TestDockerNatsKnownAnswers(t *testing.T) {
-	// One cluster made, three short runs on it; the nats-server compile
-	// comes from the cache (`check image build --all` made it).
+	// One cluster made, three short runs on it, and one on a cluster of
+	// the node image for Debian's build (about a minute more); the
+	// nats-server compile comes from the cache (`check image build --all`
+	// made it).
 	dockertest.Budget(t, 8*time.Minute)
 	dockertest.Engine(t, engine.Connect)
 	agent := dockertest.CheckBinary(t)
@@ -76,6 +78,22 @@ func TestDockerNatsKnownAnswers(t *testing.T) {
 		out, events := run(t, config(t, "all", "pause-holder"))
 		if out.Result.Verdict != models.Valid {
 			t.Fatalf("verdict %s (%s), want valid", out.Result.Verdict, out.Result.Explanation)
+		}
+		if n := count(events, lockclient.ErrorFenced); n == 0 {
+			t.Errorf("no late write was refused by the fence: the pauses proved nothing")
+		}
+	})
+	// Debian's 2.9.10 from the node image: the build no other test starts
+	// (its own binary path, no copy, its own cluster on the node image).
+	t.Run("debian-2.9-fenced-pause-holder-valid", func(t *testing.T) {
+		cfg := config(t, "all", "pause-holder")
+		cfg.ServerVersion = nats.VersionDebian
+		out, events := run(t, cfg)
+		if out.Result.Verdict != models.Valid {
+			t.Fatalf("verdict %s (%s), want valid", out.Result.Verdict, out.Result.Explanation)
+		}
+		if sv := out.Report.Servers; sv == nil || !strings.Contains(sv.Summary, nats.DebianVersion) {
+			t.Errorf("servers %+v, want Debian's nats-server %s", sv, nats.DebianVersion)
 		}
 		if n := count(events, lockclient.ErrorFenced); n == 0 {
 			t.Errorf("no late write was refused by the fence: the pauses proved nothing")

@@ -51,22 +51,28 @@ func init() {
 		Name: Name, DataDir: DataDir, Server: "nats-server", VersionQuery: VersionQuery, Recipes: Recipes,
 		Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:   MinTTL,
-		Builds: map[string]string{registry.DefaultVersion: "nats-server " + ServerVersion +
-			" built from the Go module proxy on first use (cached); Debian's nats-server 2.9.10 would run the recipe but is not in the node image"},
+		Versions: []string{VersionModule, VersionDebian},
+		Builds: map[string]string{VersionModule: "nats-server " + ServerVersion + " built from the Go module proxy on first use (cached)",
+			VersionDebian: "Debian's nats-server package (" + DebianVersion + "), which has no sync_interval"},
 		Nodes: []int{3, 5},
-		NoClockFaults: "nats-server is a static Go binary: libfaketime cannot be preloaded into it, so a clock fault would not reach " +
+		NoClockFaults: "nats-server is a Go binary, whose runtime reads the clock itself rather than through libc (the 2.15 build is static; Debian's 2.9 links libc, but not for its clock): libfaketime cannot move it, so a clock fault would not reach " +
 			"the servers that expire the bucket's keys; the clock faults run on redis, postgres and zookeeper",
 		NoExpiredGrants: "the lease begins with the grant: Create writes the key, and the bucket's TTL runs from that write, so there is no earlier lease that could have expired",
 		OneEndpoint:     true, // every server routes a request to the bucket's stream leader
 		Flags: []usage.Flag{{Name: SyncFlag, Check: CheckSync,
 			Usage: "JetStream's sync_interval on the nats servers: default (fsync every 2 minutes, writes acknowledged before they reach the disk) or always (fsync before every acknowledgement)"}},
-		// nats-server is compiled on the host; nothing of Debian's runs.
-		CoreImage: func(registry.Setup) bool { return true },
+		// 2.15 is compiled on the host (the core image is all it needs);
+		// 2.9 is Debian's package, in the node image.
+		CoreImage: func(s registry.Setup) bool { return s.ServerVersion != VersionDebian },
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			if err := CheckSync(s.Options[SyncFlag]); err != nil {
 				return nil, 0, usage.Errorf(SyncFlag, "%v", err)
 			}
-			return &DB{LeaseTTL: s.LeaseTTL, Sync: s.Options[SyncFlag]}, s.Nodes, nil
+			if s.ServerVersion == VersionDebian && s.Options[SyncFlag] == SyncAlways {
+				return nil, 0, usage.Errorf(SyncFlag, "nats-server %s has no sync_interval (it refuses the field: unknown field \"sync_interval\"; it came with 2.10): "+
+					"drop --server-version %s or the flag", DebianVersion, VersionDebian)
+			}
+			return &DB{LeaseTTL: s.LeaseTTL, Sync: s.Options[SyncFlag], Version: s.ServerVersion}, s.Nodes, nil
 		},
 		Notes: func(s registry.Setup) []string {
 			note := fmt.Sprintf("the lease is the bucket %s's TTL (%s), renewed by Update every %s", Bucket, s.LeaseTTL, (s.LeaseTTL / 3).Round(time.Millisecond))

@@ -8,6 +8,20 @@ import (
 
 //go:generate go test -run TestServerModuleMatchesDirectory -update .
 
+// The --server-version values: the release compiled from the module
+// proxy (the default) and Debian's package.
+const (
+	VersionModule = "2.15"
+	VersionDebian = "2.9"
+)
+
+// DebianVersion is the release Debian's nats-server package (bookworm)
+// holds, installed in the node image at DebianBinary.
+const DebianVersion = "2.9.10"
+
+// DebianBinary is where Debian's package puts nats-server.
+const DebianBinary = "/usr/sbin/nats-server"
+
 // ServerVersion is the nats-server release the wrapper module
 // (backends/nats/natsserver) requires; the server's own /varz says it
 // again at run time, and that answer is what a run records.

@@ -31,7 +31,7 @@ import (
 //     and the servers compiled on this host (compiledServers: etcd 3.6). An
 //     etcd run on the fenced storage needs nothing more.
 //   - the node image, fencecheck/node:<hash>: the core and Debian's servers
-//     (ZooKeeper on the headless JRE, PostgreSQL, Redis, etcd 3.4), built
+//     (ZooKeeper on the headless JRE, PostgreSQL, Redis, etcd 3.4, nats-server 2.9), built
 //     FROM the core the first time a run needs one of them.
 //
 // Each tag is a hash of its inputs, so either is rebuilt only when they
@@ -351,7 +351,7 @@ func buildServers(ctx context.Context, cli *client.Client, core, tag string, out
 	if err != nil {
 		return step.Fail(err, false)
 	}
-	step.Done(size + ": ZooKeeper, PostgreSQL, Redis, etcd 3.4")
+	step.Done(size + ": ZooKeeper, PostgreSQL, Redis, etcd 3.4, nats-server 2.9")
 	return nil
 }
 

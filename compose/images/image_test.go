@@ -156,7 +156,7 @@ func TestBuildContext(t *testing.T) {
 			t.Errorf("the core's Dockerfile lacks %q", want)
 		}
 	}
-	for _, unwanted := range []string{"zookeeper", "postgresql", "redis-server", "etcd-server"} {
+	for _, unwanted := range []string{"zookeeper", "postgresql", "redis-server", "etcd-server", "nats-server"} {
 		if strings.Contains(dockerfile, unwanted) {
 			t.Errorf("the core's Dockerfile installs %q, which an etcd run does not need", unwanted)
 		}
@@ -170,7 +170,7 @@ func TestBuildContext(t *testing.T) {
 	dockerfile = contents["Dockerfile"]
 	checkCopies(t, files, dockerfile, 1)
 	for _, want := range []string{"FROM ${CORE_IMAGE}", `CMD ["sleep", "infinity"]`, "policy-rc.d",
-		"etcd-server", "zookeeper", "postgresql", "redis-server", "redis-sentinel", "rm -rf /var/lib/apt/lists/*"} {
+		"etcd-server", "zookeeper", "postgresql", "redis-server", "redis-sentinel", "nats-server", "rm -rf /var/lib/apt/lists/*"} {
 		if !strings.Contains(dockerfile, want) {
 			t.Errorf("the servers' Dockerfile lacks %q", want)
 		}
