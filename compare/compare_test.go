@@ -181,7 +181,7 @@ func TestExpandComparePowerPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Runs != 3 || m.TimeLimit != 30*time.Second || !m.Base.StopOnViolation || m.Base.NemesisInterval != 5*time.Second {
+	if m.Runs != 3 || m.TimeLimit != 30*time.Second || !m.Base.StopOnViolation || m.Base.NemesisInterval != PowerNemesisInterval {
 		t.Errorf("runs %d, time limit %s, base %+v", m.Runs, m.TimeLimit, m.Base)
 	}
 	// A power cut's question is answered by the check itself: the runs
@@ -272,7 +272,7 @@ func TestExpandComparePowerPreset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Rows) != 4 || m.Rows[0].Recipe != "setnx" || m.Rows[2].Backend != "etcd" || m.Runs != 1 || m.TimeLimit != 20*time.Second || m.Base.NemesisInterval != 5*time.Second {
+	if len(m.Rows) != 4 || m.Rows[0].Recipe != "setnx" || m.Rows[2].Backend != "etcd" || m.Runs != 1 || m.TimeLimit != 20*time.Second || m.Base.NemesisInterval != PowerNemesisInterval {
 		t.Errorf("rows %v, runs %d, time limit %s", m.Rows, m.Runs, m.TimeLimit)
 	}
 	for _, r := range m.Rows {

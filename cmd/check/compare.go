@@ -62,7 +62,7 @@ durability settings, as the backend describes them — etcd
 --etcd-unsafe-no-fsync, nats --nats-sync-interval, postgres
 --postgres-synchronous-commit, redis --redis-persistence, zookeeper
 --zookeeper-force-sync — one row each, fenced, under the power fault that
-suits its servers, the other column n/a; 5s between a restart and the next
+suits its servers, the other column n/a; 10s between a restart and the next
 cut; 3 runs of 30s); redis-deployments
 (Redis as people deploy it: one master with setnx and setnx-incr, Redlock on
 five masters, a master with replicas and Sentinels with setnx, setnx-incr and
