@@ -1,0 +1,168 @@
+package nemesis
+
+// Several holders at once, and freezes sized to the lease. pause-holder
+// can hold up to --holders-at-once frozen holders at a time, one per key:
+// each is a lane with its own schedule, its own claim and its own heal
+// (Schedule runs a fault's Lanes each on its own).
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
+)
+
+var (
+	holdersAtOnceFlag = usage.Flag{Name: "holders-at-once", Usage: "with --keys k, how many lease holders pause-holder keeps frozen at a time, one per key, each with its own schedule (1 to k; default 1)",
+		Check: func(v string) error {
+			if v == "" {
+				return nil
+			}
+			if n, err := strconv.Atoi(v); err != nil || n < 1 {
+				return fmt.Errorf("%q is not a number of holders (accepted: 1 to --keys)", v)
+			}
+			return nil
+		}}
+)
+
+// holdersAtOnce is --holders-at-once, 1 when not given.
+func holdersAtOnce(s Settings) int {
+	n, err := strconv.Atoi(s.Options[holdersAtOnceFlag.Name])
+	if err != nil || n < 1 {
+		return 1
+	}
+	return n
+}
+
+// checkHoldersAtOnce refuses more holders at once than there are keys:
+// each frozen holder is on a key of its own. Its error names the flag.
+func checkHoldersAtOnce(s Settings) error {
+	v := s.Options[holdersAtOnceFlag.Name]
+	if v == "" {
+		return nil
+	}
+	if err := holdersAtOnceFlag.Check(v); err != nil {
+		return usage.Errorf(holdersAtOnceFlag.Name, "%v", err)
+	}
+	if n, _ := strconv.Atoi(v); s.Keys > 0 && n > s.Keys {
+		return usage.Errorf(holdersAtOnceFlag.Name, "%d holders at once need at least %d keys, and the run has --keys %d (each frozen holder is on a key of its own: raise --keys, or lower --holders-at-once to at most %d)", n, n, s.Keys, s.Keys)
+	}
+	return nil
+}
+
+// holderGroup is the aim of several lanes at once: each armed lane waits
+// for a holder, and the first ok read on a key no lane is on goes to the
+// lane armed longest. The key stays the lane's until its heal.
+type holderGroup struct {
+	claims *Claims
+
+	mu    sync.Mutex
+	busy  map[string]int // key → the lane on it
+	on    []string       // lane → the key it is on ("" none)
+	armed []int          // lanes waiting for a holder, first armed first
+	picks []chan aimPick
+}
+
+func newHolderGroup(c *Claims, lanes int) *holderGroup {
+	g := &holderGroup{claims: c, busy: map[string]int{}, on: make([]string, lanes)}
+	for range lanes {
+		g.picks = append(g.picks, make(chan aimPick, 1))
+	}
+	return g
+}
+
+// Observe is a history observer: an ok read on a key no lane is on, while
+// a lane is armed, claims its process for that lane. It never blocks.
+func (g *holderGroup) Observe(e history.Event) {
+	if e.IsNemesis() || e.F != history.Read || e.Type != history.OK || g.claims == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.armed) == 0 {
+		return
+	}
+	if _, taken := g.busy[e.Key]; taken {
+		return
+	}
+	lane := g.armed[0]
+	g.armed = g.armed[1:]
+	g.busy[e.Key], g.on[lane] = lane, e.Key
+	c := g.claims.Claim(e.Process)
+	select {
+	case g.picks[lane] <- aimPick{process: e.Process, key: e.Key, claim: c}:
+	default:
+		c.Release()
+		g.freeLocked(lane)
+	}
+}
+
+func (g *holderGroup) arm(lane int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range g.armed {
+		if l == lane {
+			return
+		}
+	}
+	g.armed = append(g.armed, lane)
+}
+
+func (g *holderGroup) disarm(lane int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, l := range g.armed {
+		if l == lane {
+			g.armed = append(g.armed[:i], g.armed[i+1:]...)
+			return
+		}
+	}
+}
+
+// free gives the lane's key back: its holder is thawed, or was never
+// frozen.
+func (g *holderGroup) free(lane int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.freeLocked(lane)
+}
+
+func (g *holderGroup) freeLocked(lane int) {
+	if k := g.on[lane]; k != "" {
+		delete(g.busy, k)
+		g.on[lane] = ""
+	}
+}
+
+// at is holderAim.at for one lane: it waits for a holder on a key no
+// other lane is on, stopped at its failpoint, runs act there and lets it
+// go. It returns false, having run nothing, when ctx ends first.
+func (g *holderGroup) at(ctx context.Context, lane int, act func(aimPick) error) (bool, error) {
+	for {
+		g.arm(lane)
+		select {
+		case <-ctx.Done():
+			g.disarm(lane)
+			select {
+			case pk := <-g.picks[lane]:
+				pk.claim.Release()
+			default:
+			}
+			g.free(lane)
+			return false, nil
+		case pk := <-g.picks[lane]:
+			if !pk.claim.Await(ctx, 10*time.Second) {
+				pk.claim.Release()
+				g.free(lane)
+				continue
+			}
+			err := act(pk)
+			pk.claim.Release()
+			return err == nil, err
+		}
+	}
+}
