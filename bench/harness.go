@@ -105,7 +105,7 @@ func firstViolation(out *harness.RunResult) (time.Duration, bool) {
 
 // detectionFault is a detection row's fault, with the --hold it runs with,
 // and for pause-holder's schedules beside the first, its keys and clients
-// and its own flags (--holders-at-once).
+// and its own flags (--holders-at-once, --pause-until).
 type detectionFault struct {
 	nem           string
 	hold          time.Duration
@@ -121,7 +121,7 @@ func (d detectionFault) label() string {
 	if d.keys > 1 {
 		s += fmt.Sprintf(" --keys %d --clients %d", d.keys, d.clients)
 	}
-	for _, f := range []string{"holders-at-once"} {
+	for _, f := range []string{"holders-at-once", "pause-until"} {
 		if v := d.opts[f]; v != "" {
 			s += " --" + f + " " + v
 		}
@@ -132,7 +132,8 @@ func (d detectionFault) label() string {
 // detectionFaults are the rows' faults: the targeted pause, a random one,
 // and (hold > 0) a random one while sections take up to hold longer; then
 // the targeted pause on 5 keys with 10 clients as it always ran, with 5
-// holders at once (issue 50: exposures at the rate the lease allows).
+// holders at once, and with 5 at once each frozen until its successor read
+// (issue 50: exposures at the rate the lease allows).
 func detectionFaults(hold time.Duration) []detectionFault {
 	out := []detectionFault{{nem: "pause-holder"}, {nem: "pause"}}
 	if hold > 0 {
@@ -140,7 +141,8 @@ func detectionFaults(hold time.Duration) []detectionFault {
 	}
 	return append(out,
 		detectionFault{nem: "pause-holder", keys: 5, clients: 10},
-		detectionFault{nem: "pause-holder", keys: 5, clients: 10, opts: map[string]string{"holders-at-once": "5"}})
+		detectionFault{nem: "pause-holder", keys: 5, clients: 10, opts: map[string]string{"holders-at-once": "5"}},
+		detectionFault{nem: "pause-holder", keys: 5, clients: 10, opts: map[string]string{"holders-at-once": "5", "pause-until": "granted"}})
 }
 
 // lostShare is a run's share of acknowledged updates lost (the lower

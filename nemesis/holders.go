@@ -3,7 +3,9 @@ package nemesis
 // Several holders at once, and freezes sized to the lease. pause-holder
 // can hold up to --holders-at-once frozen holders at a time, one per key:
 // each is a lane with its own schedule, its own claim and its own heal
-// (Schedule runs a fault's Lanes each on its own).
+// (Schedule runs a fault's Lanes each on its own). And with --pause-until
+// granted a freeze ends once the frozen holder's successor has read under
+// the lock, not after the fixed pause duration.
 
 import (
 	"context"
@@ -16,6 +18,21 @@ import (
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
+// The --pause-until words.
+const (
+	// PauseUntilDuration holds a freeze for the pause duration (the
+	// default).
+	PauseUntilDuration = "duration"
+	// PauseUntilGranted holds a freeze until the successor's read under
+	// the lock is seen, plus GrantedMargin.
+	PauseUntilGranted = "granted"
+)
+
+// GrantedMargin is how long a --pause-until granted freeze lasts past the
+// successor's read: the history has the read once it returned, and the
+// margin lets any write it led to go out before the late write does.
+const GrantedMargin = 100 * time.Millisecond
+
 var (
 	holdersAtOnceFlag = usage.Flag{Name: "holders-at-once", Usage: "with --keys k, how many lease holders pause-holder keeps frozen at a time, one per key, each with its own schedule (1 to k; default 1)",
 		Check: func(v string) error {
@@ -26,6 +43,13 @@ var (
 				return fmt.Errorf("%q is not a number of holders (accepted: 1 to --keys)", v)
 			}
 			return nil
+		}}
+	pauseUntilFlag = usage.Flag{Name: "pause-until", Usage: "how long pause-holder keeps a holder frozen: duration (the pause duration, the default) or granted (until another client has taken the holder's lock and read under it, plus 100ms, at most the pause duration)",
+		Check: func(v string) error {
+			if v == "" || v == PauseUntilDuration || v == PauseUntilGranted {
+				return nil
+			}
+			return fmt.Errorf("%q is not accepted (accepted: %s, %s)", v, PauseUntilDuration, PauseUntilGranted)
 		}}
 )
 
@@ -165,4 +189,67 @@ func (g *holderGroup) at(ctx context.Context, lane int, act func(aimPick) error)
 			return err == nil, err
 		}
 	}
+}
+
+// successorWait ends a --pause-until granted freeze: it watches the frozen
+// holder's key for an ok read by another process — a successor granted the
+// lock and reading under it, so the storage has seen the newer token.
+type successorWait struct {
+	mu      sync.Mutex
+	key     string
+	process int
+	read    chan struct{} // closed at the successor's read; nil when not watching
+}
+
+// watch starts watching key for a read by any process but process.
+func (w *successorWait) watch(key string, process int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.key, w.process, w.read = key, process, make(chan struct{})
+}
+
+func (w *successorWait) clear() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.read = nil
+}
+
+// Observe is a history observer; it never blocks.
+func (w *successorWait) Observe(e history.Event) {
+	if e.IsNemesis() || e.Type != history.OK || e.F != history.Read {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.read == nil || e.Key != w.key || e.Process == w.process {
+		return
+	}
+	select {
+	case <-w.read:
+	default:
+		close(w.read)
+	}
+}
+
+// wait returns GrantedMargin after the successor's read, at most max from
+// now, or when ctx ends.
+func (w *successorWait) wait(ctx context.Context, max time.Duration) {
+	w.mu.Lock()
+	read := w.read
+	w.mu.Unlock()
+	if read == nil {
+		sleep(ctx, max)
+		return
+	}
+	deadline := time.Now().Add(max)
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+		return
+	case <-read:
+	}
+	sleep(ctx, min(GrantedMargin, time.Until(deadline)))
 }

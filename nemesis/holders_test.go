@@ -136,6 +136,46 @@ func TestOneHolderAtOnceHasNoLanes(t *testing.T) {
 	}
 }
 
+// --pause-until granted ends a freeze at the successor's read on the
+// frozen holder's key, plus the margin; reads on other keys and the
+// holder's own do not end it, and without a successor it lasts max.
+func TestPauseUntilGrantedEndsAtTheSuccessorsRead(t *testing.T) {
+	var w successorWait
+	w.watch("k0", 1)
+	done := make(chan time.Duration, 1)
+	go func() {
+		start := time.Now()
+		w.wait(t.Context(), 5*time.Second)
+		done <- time.Since(start)
+	}()
+	time.Sleep(20 * time.Millisecond)
+	w.Observe(read(1, "k0"))
+	w.Observe(read(2, "k1"))
+	w.Observe(history.Event{Process: 2, Type: history.OK, F: history.Acquire, Key: "k0"})
+	select {
+	case <-done:
+		t.Fatal("the freeze ended before the successor read")
+	case <-time.After(50 * time.Millisecond):
+	}
+	at := time.Now()
+	w.Observe(read(2, "k0"))
+	select {
+	case d := <-done:
+		if after := time.Since(at); after < GrantedMargin-5*time.Millisecond || d > 2*time.Second {
+			t.Fatalf("ended %s after the successor's read (want about %s)", after, GrantedMargin)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("the freeze did not end at the successor's read")
+	}
+	w.clear()
+	start := time.Now()
+	w.watch("k3", 0)
+	w.wait(context.Background(), 80*time.Millisecond)
+	if d := time.Since(start); d < 80*time.Millisecond || d > time.Second {
+		t.Fatalf("with no successor the freeze lasted %s, want its max 80ms", d)
+	}
+}
+
 // --holders-at-once is a number from 1 to --keys, and says so.
 func TestHoldersAtOnceChecked(t *testing.T) {
 	for _, c := range []struct {
@@ -151,6 +191,9 @@ func TestHoldersAtOnceChecked(t *testing.T) {
 		if err != nil && (!errors.As(err, &ue) || ue.Flag != "holders-at-once" || !strings.Contains(err.Error(), "keys")) {
 			t.Errorf("--holders-at-once %q: %v, want a usage error naming the flag and --keys", c.v, err)
 		}
+	}
+	if err := CheckFlags([]string{"pause-holder"}, map[string]string{pauseUntilFlag.Name: "later"}); err == nil {
+		t.Error("--pause-until later accepted")
 	}
 	if err := CheckFlags([]string{"pause"}, map[string]string{holdersAtOnceFlag.Name: "2"}); err == nil {
 		t.Error("--holders-at-once accepted without pause-holder")

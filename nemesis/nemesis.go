@@ -54,6 +54,14 @@ type Laned interface {
 	Lanes() []Fault
 }
 
+// Holder is a fault that decides itself when, within its duration, its
+// injection has done its work (pause-holder with --pause-until granted).
+type Holder interface {
+	// Hold returns when the fault may be healed: at most max from now, or
+	// when ctx ends.
+	Hold(ctx context.Context, max time.Duration)
+}
+
 // Schedule runs faults Jepsen-style: a quiet warm-up, then start a fault,
 // leave it applied for its duration, heal it, rest, and so on, with
 // jitter drawn from one seeded rng.
@@ -218,7 +226,11 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 		if s.FaultDuration != nil {
 			lasts = s.FaultDuration(f)
 		}
-		sleep(ctx, jitter(rng, lasts))
+		if h, ok := f.(Holder); ok {
+			h.Hold(ctx, jitter(rng, lasts))
+		} else {
+			sleep(ctx, jitter(rng, lasts))
+		}
 		err = s.heal(f)
 		ev := history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Nodes: targets}
 		if err != nil {

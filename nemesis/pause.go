@@ -18,10 +18,10 @@ func init() {
 		}})
 	Register(Kind{Name: "pause-holder", Summary: "freeze a lease holder between its last lease check and its write, past its lease",
 		Needs: Needs{CutsClient: true}, Duration: DurationOfPause, AimsAtHolder: true,
-		Flags: []usage.Flag{holdersAtOnceFlag}, Check: checkHoldersAtOnce,
+		Flags: []usage.Flag{holdersAtOnceFlag, pauseUntilFlag}, Check: checkHoldersAtOnce,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Claims: env.Claims,
-				HoldersAtOnce: holdersAtOnce(env.Settings)}
+				HoldersAtOnce: holdersAtOnce(env.Settings), UntilGranted: env.Settings.Options[pauseUntilFlag.Name] == PauseUntilGranted}
 			env.Observe(ph.Observe)
 			return ph, nil
 		}})
@@ -130,6 +130,11 @@ type PauseHolder struct {
 	// a key of its own, each lane with its own schedule (Lanes); 0 or 1
 	// is one, as before there were lanes.
 	HoldersAtOnce int
+	// UntilGranted ends a freeze once another process has read under the
+	// lock of the frozen holder's key (its grant seen, and its read that
+	// shows the storage the newer token), plus GrantedMargin, at most the
+	// fault's duration (--pause-until granted).
+	UntilGranted bool
 
 	aim    holderAim
 	once   sync.Once
@@ -140,6 +145,8 @@ type PauseHolder struct {
 	group *holderGroup
 	lane  int
 	lanes []*PauseHolder
+
+	taken successorWait
 }
 
 func (p *PauseHolder) Name() string { return "pause-holder" }
@@ -152,7 +159,7 @@ func (p *PauseHolder) init() {
 			p.lanes = []*PauseHolder{p}
 			for i := 1; i < p.HoldersAtOnce; i++ {
 				l := &PauseHolder{Freezer: p.Freezer, TargetOf: p.TargetOf, Claims: p.Claims, HoldersAtOnce: p.HoldersAtOnce,
-					group: p.group, lane: i}
+					UntilGranted: p.UntilGranted, group: p.group, lane: i}
 				p.lanes = append(p.lanes, l)
 			}
 		}
@@ -164,8 +171,12 @@ func (p *PauseHolder) init() {
 func (p *PauseHolder) Observe(e history.Event) {
 	p.init()
 	if p.group == nil {
+		p.taken.Observe(e)
 		p.aim.Observe(e)
 		return
+	}
+	for _, l := range p.lanes {
+		l.taken.Observe(e)
 	}
 	p.group.Observe(e)
 }
@@ -191,6 +202,9 @@ func (p *PauseHolder) Start(ctx context.Context, _ *rand.Rand) ([]string, error)
 	var target string
 	act := func(pk aimPick) error {
 		target = p.TargetOf(pk.process)
+		if p.UntilGranted {
+			p.taken.watch(pk.key, pk.process)
+		}
 		return p.frozen.freeze(ctx, p.Freezer, target)
 	}
 	var frozen bool
@@ -206,7 +220,19 @@ func (p *PauseHolder) Start(ctx context.Context, _ *rand.Rand) ([]string, error)
 	return []string{target}, nil
 }
 
+// Hold keeps the freeze for at most max: all of it by default, and with
+// UntilGranted only until the frozen holder's successor has read under the
+// lock, plus GrantedMargin.
+func (p *PauseHolder) Hold(ctx context.Context, max time.Duration) {
+	if !p.UntilGranted {
+		sleep(ctx, max)
+		return
+	}
+	p.taken.wait(ctx, max)
+}
+
 func (p *PauseHolder) Stop(ctx context.Context) error {
+	p.taken.clear()
 	err := p.frozen.thawAll(ctx, p.Freezer)
 	if p.group != nil && err == nil {
 		p.group.free(p.lane)
