@@ -46,6 +46,12 @@ func harnessRows() []row {
 // detection runs n tests at once and returns how many were invalid and
 // the median time from the start of the workload to the first violation.
 func detection(cfg harness.Config, n int) (found int, median time.Duration, lost []float64, err error) {
+	found, median, lost, _, err = detectionExposures(cfg, n)
+	return found, median, lost, err
+}
+
+// detectionExposures is detection that also sums the runs' exposures.
+func detectionExposures(cfg harness.Config, n int) (found int, median time.Duration, lost []float64, exposures int, err error) {
 	var mu sync.Mutex
 	var firsts []time.Duration
 	var wg sync.WaitGroup
@@ -65,6 +71,9 @@ func detection(cfg harness.Config, n int) (found int, median time.Duration, lost
 				firstErr = err
 				return
 			}
+			if x := out.Result.Exposures; x != nil {
+				exposures += x.Exposures
+			}
 			if share, ok := lostShare(out); ok {
 				lost = append(lost, share)
 			}
@@ -82,7 +91,7 @@ func detection(cfg harness.Config, n int) (found int, median time.Duration, lost
 	if len(firsts) > 0 {
 		median = firsts[len(firsts)/2]
 	}
-	return found, median, lost, firstErr
+	return found, median, lost, exposures, firstErr
 }
 
 // firstViolation is when the earliest culprit op of the run completed,
@@ -94,27 +103,46 @@ func firstViolation(out *harness.RunResult) (time.Duration, bool) {
 	return compare.FirstViolation(out.Result, out.Report.Ops)
 }
 
-// detectionFault is a detection row's fault, with the --hold it runs with.
+// detectionFault is a detection row's fault, with the --hold it runs with,
+// and for pause-holder's schedules beside the first, its keys and clients
+// and its own flags (--holders-at-once, --pause-until).
 type detectionFault struct {
-	nem  string
-	hold time.Duration
+	nem           string
+	hold          time.Duration
+	keys, clients int
+	opts          map[string]string
 }
 
 func (d detectionFault) label() string {
-	if d.hold == 0 {
-		return ""
+	s := ""
+	if d.hold != 0 {
+		s += " --hold " + d.hold.String()
 	}
-	return " --hold " + d.hold.String()
+	if d.keys > 1 {
+		s += fmt.Sprintf(" --keys %d --clients %d", d.keys, d.clients)
+	}
+	for _, f := range []string{"holders-at-once", "pause-until"} {
+		if v := d.opts[f]; v != "" {
+			s += " --" + f + " " + v
+		}
+	}
+	return s
 }
 
 // detectionFaults are the rows' faults: the targeted pause, a random one,
-// and (hold > 0) a random one while sections take up to hold longer.
+// and (hold > 0) a random one while sections take up to hold longer; then
+// the targeted pause on 5 keys with 10 clients as it always ran, with 5
+// holders at once, and with 5 at once each frozen until its successor read
+// (issue 50: exposures at the rate the lease allows).
 func detectionFaults(hold time.Duration) []detectionFault {
-	out := []detectionFault{{"pause-holder", 0}, {"pause", 0}}
+	out := []detectionFault{{nem: "pause-holder"}, {nem: "pause"}}
 	if hold > 0 {
-		out = append(out, detectionFault{"pause", hold})
+		out = append(out, detectionFault{nem: "pause", hold: hold})
 	}
-	return out
+	return append(out,
+		detectionFault{nem: "pause-holder", keys: 5, clients: 10},
+		detectionFault{nem: "pause-holder", keys: 5, clients: 10, opts: map[string]string{"holders-at-once": "5"}},
+		detectionFault{nem: "pause-holder", keys: 5, clients: 10, opts: map[string]string{"holders-at-once": "5", "pause-until": "granted"}})
 }
 
 // lostShare is a run's share of acknowledged updates lost (the lower
@@ -144,11 +172,14 @@ func lostNote(shares []float64) string {
 func detectionRows(hold time.Duration) []row {
 	var rows []row
 	for _, nh := range detectionFaults(hold) {
-		cfg := harness.Config{Backend: "memory", Fencing: "none", Nemesis: []string{nh.nem}, Clients: 5, Keys: 1,
+		cfg := harness.Config{Backend: "memory", Fencing: "none", Nemesis: []string{nh.nem}, Clients: max(5, nh.clients), Keys: max(1, nh.keys),
 			TimeLimit: 10 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, Dwell: nh.hold,
-			NemesisInterval: 2 * time.Second, CheckTimeout: time.Minute}
-		found, med, lost, err := detection(cfg, 20)
+			NemesisInterval: 2 * time.Second, CheckTimeout: time.Minute, Options: nh.opts}
+		found, med, lost, exposures, err := detectionExposures(cfg, 20)
 		note := fmt.Sprintf("median time to first violation %.1f s; %s", med.Seconds(), lostNote(lost))
+		if nh.nem == "pause-holder" {
+			note += fmt.Sprintf("; %.0f exposures a minute of workload", float64(exposures)/(20*cfg.TimeLimit.Minutes()))
+		}
 		if err != nil {
 			note += "; error: " + err.Error()
 		}

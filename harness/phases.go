@@ -57,6 +57,7 @@ func (r *run) workloadPhases() (phasesDone, error) {
 		Interval:      cfg.NemesisInterval,
 		FaultDuration: nemesis.FaultDuration(settings),
 		Rng:           rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce)),
+		LaneRng:       func(lane int) *rand.Rand { return rand.New(rand.NewPCG(uint64(cfg.Seed), 0xfe11ce+uint64(lane))) },
 		Rec:           r.rec,
 		Log:           logf,
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -213,5 +214,32 @@ func TestFullDiskLeavesWholeLines(t *testing.T) {
 	}
 	if len(events) == 0 || len(events) >= 20 {
 		t.Fatalf("%d events read back, want some but not all", len(events))
+	}
+}
+
+// Several intervals of one fault open at once (pause-holder with
+// --holders-at-once) each end at the event naming their own nodes; an end
+// naming other nodes (a failover's new leader) ends the latest.
+func TestPairOverlappingFaults(t *testing.T) {
+	nem := func(i int64, typ Type, f string, nodes ...string) Event {
+		return Event{Index: i, Time: i, Process: NemesisProcess, Type: typ, F: f, Nodes: nodes}
+	}
+	_, faults := Pair([]Event{
+		nem(0, Invoke, "pause-holder", "c1"),
+		nem(1, Invoke, "pause-holder", "c2"),
+		nem(2, Info, "pause-holder", "c1"),
+		nem(3, Invoke, "failover", "n1"),
+		nem(4, Info, "pause-holder", "c2"),
+		nem(5, Info, "failover", "n2"),
+	})
+	want := []Fault{{F: "pause-holder", Nodes: []string{"c1"}, Start: 0, End: 2}, {F: "pause-holder", Nodes: []string{"c2"}, Start: 1, End: 4},
+		{F: "failover", Nodes: []string{"n2"}, Start: 3, End: 5}}
+	if len(faults) != len(want) {
+		t.Fatalf("faults %+v, want %+v", faults, want)
+	}
+	for i := range want {
+		if faults[i].F != want[i].F || !slices.Equal(faults[i].Nodes, want[i].Nodes) || faults[i].Start != want[i].Start || faults[i].End != want[i].End {
+			t.Errorf("fault %d: %+v, want %+v", i, faults[i], want[i])
+		}
 	}
 }

@@ -1,6 +1,9 @@
 package history
 
-import "math"
+import (
+	"math"
+	"slices"
+)
 
 // Op is an invocation paired with its completion.
 type Op struct {
@@ -52,22 +55,36 @@ type Fault struct {
 // into fault intervals. It expects a validated history.
 func Pair(events []Event) (ops []Op, faults []Fault) {
 	pending := map[int]int{} // process -> index into ops
-	openFault := map[string]int{}
+	// The open intervals of each fault, oldest first. Several of one
+	// fault can be open at once (pause-holder with --holders-at-once):
+	// an end closes the one on its nodes, else the latest.
+	openFault := map[string][]int{}
 	held := heldLocks{}
 	for _, e := range events {
 		if e.IsNemesis() {
 			switch e.Type {
 			case Invoke:
 				faults = append(faults, Fault{F: e.F, Nodes: e.Nodes, Start: e.Time, End: math.MaxInt64})
-				openFault[e.F] = len(faults) - 1
+				openFault[e.F] = append(openFault[e.F], len(faults)-1)
 			default:
-				if i, ok := openFault[e.F]; ok {
+				if open := openFault[e.F]; len(open) > 0 {
+					j := len(open) - 1
+					for k, i := range open {
+						if e.Nodes != nil && slices.Equal(faults[i].Nodes, e.Nodes) {
+							j = k
+							break
+						}
+					}
+					i := open[j]
 					faults[i].End = e.Time
 					if e.Nodes != nil {
 						faults[i].Nodes = e.Nodes
 					}
 					faults[i].Error = e.Error
-					delete(openFault, e.F)
+					openFault[e.F] = slices.Delete(open, j, j+1)
+					if len(openFault[e.F]) == 0 {
+						delete(openFault, e.F)
+					}
 				} else {
 					faults = append(faults, Fault{F: e.F, Nodes: e.Nodes, Start: e.Time, End: e.Time, Error: e.Error})
 				}

@@ -34,6 +34,7 @@ type holderAim struct {
 // aimPick is the process the aim claimed, and its claim.
 type aimPick struct {
 	process int
+	key     string
 	claim   *Claim
 }
 
@@ -52,7 +53,7 @@ func (a *holderAim) Observe(e history.Event) {
 	}
 	c := a.Claims.Claim(e.Process)
 	select {
-	case a.picks <- aimPick{process: e.Process, claim: c}:
+	case a.picks <- aimPick{process: e.Process, key: e.Key, claim: c}:
 	default:
 		c.Release()
 	}
@@ -64,6 +65,11 @@ func (a *holderAim) Observe(e history.Event) {
 // awaited. It returns false, having run nothing, when ctx ends first;
 // else whether act succeeded, and act's error.
 func (a *holderAim) at(ctx context.Context, act func(process int) error) (bool, error) {
+	return a.atPick(ctx, func(pk aimPick) error { return act(pk.process) })
+}
+
+// atPick is at, with act told the key the holder read too.
+func (a *holderAim) atPick(ctx context.Context, act func(aimPick) error) (bool, error) {
 	a.init()
 	for {
 		a.armed.Store(true)
@@ -81,7 +87,7 @@ func (a *holderAim) at(ctx context.Context, act func(process int) error) (bool, 
 				pk.claim.Release()
 				continue
 			}
-			err := act(pk.process)
+			err := act(pk)
 			pk.claim.Release()
 			return err == nil, err
 		}

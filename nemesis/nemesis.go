@@ -46,6 +46,22 @@ type Recorder interface {
 	Record(history.Event) history.Event
 }
 
+// Laned is a fault that can be in effect on several targets at once, as
+// pause-holder with --holders-at-once: the fault itself is the first lane,
+// and Lanes are the others. The schedule runs each further lane on its
+// own, with its own rng: its own start, duration, heal and rest.
+type Laned interface {
+	Lanes() []Fault
+}
+
+// Holder is a fault that decides itself when, within its duration, its
+// injection has done its work (pause-holder with --pause-until granted).
+type Holder interface {
+	// Hold returns when the fault may be healed: at most max from now, or
+	// when ctx ends.
+	Hold(ctx context.Context, max time.Duration)
+}
+
 // Schedule runs faults Jepsen-style: a quiet warm-up, then start a fault,
 // leave it applied for its duration, heal it, rest, and so on, with
 // jitter drawn from one seeded rng.
@@ -57,12 +73,20 @@ type Schedule struct {
 	// duration).
 	FaultDuration func(Fault) time.Duration
 	Rng           *rand.Rand
-	Rec           Recorder
+	// LaneRng is the rng of a Laned fault's further lane (1, 2, …); the
+	// first lane draws from Rng with every other fault, as without lanes.
+	LaneRng func(lane int) *rand.Rand
+	Rec     Recorder
 	// Log gets a line per fault started or healed; may be nil.
 	Log func(format string, args ...any)
 
 	mu     sync.Mutex
-	active map[string][]string
+	active map[string]activeFault
+}
+
+type activeFault struct {
+	name    string
+	targets []string
 }
 
 // Active lists the faults in effect now, for live progress.
@@ -70,12 +94,12 @@ func (s *Schedule) Active() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for f, t := range s.active {
-		if len(t) == 0 {
-			out = append(out, f)
+	for _, a := range s.active {
+		if len(a.targets) == 0 {
+			out = append(out, a.name)
 			continue
 		}
-		out = append(out, fmt.Sprintf("%s on %s", f, words.List(t)))
+		out = append(out, fmt.Sprintf("%s on %s", a.name, words.List(a.targets)))
 	}
 	sort.Strings(out)
 	return out
@@ -87,12 +111,12 @@ func (s *Schedule) logf(format string, args ...any) {
 	}
 }
 
-func (s *Schedule) jitter(d time.Duration) time.Duration {
+func jitter(rng *rand.Rand, d time.Duration) time.Duration {
 	if d <= 0 {
 		return 0
 	}
 	// ±25%
-	return d*3/4 + time.Duration(s.Rng.Int64N(int64(d)/2+1))
+	return d*3/4 + time.Duration(rng.Int64N(int64(d)/2+1))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -106,23 +130,70 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+// lanes are the further lanes of the schedule's Laned faults.
+func (s *Schedule) lanes() []Fault {
+	var out []Fault
+	for _, f := range s.Faults {
+		if l, ok := f.(Laned); ok {
+			out = append(out, l.Lanes()...)
+		}
+	}
+	return out
+}
+
 // Run applies faults until ctx ends, then heals whatever is applied (with a
 // context of its own, so an interrupt still heals) and returns the first
-// healing error.
+// healing error. A Laned fault's further lanes run beside, each on its
+// own; the first lane to fail to heal ends them all.
 func (s *Schedule) Run(ctx context.Context) error {
 	s.mu.Lock()
-	s.active = map[string][]string{}
+	s.active = map[string]activeFault{}
 	s.mu.Unlock()
 	if len(s.Faults) == 0 {
 		<-ctx.Done()
 		return nil
 	}
+	lanes := s.lanes()
+	if len(lanes) == 0 {
+		return s.loop(ctx, s.Faults, s.Rng, 0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(lanes)+1)
+	var wg sync.WaitGroup
+	for i, f := range lanes {
+		rng := rand.New(rand.NewPCG(uint64(i+1), 0xfe11ce))
+		if s.LaneRng != nil {
+			rng = s.LaneRng(i + 1)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.loop(ctx, []Fault{f}, rng, i+1); err != nil {
+				errs <- err
+				cancel()
+			}
+		}()
+	}
+	if err := s.loop(ctx, s.Faults, s.Rng, 0); err != nil {
+		errs <- err
+		cancel()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// loop is one lane of the schedule: it applies faults drawn from faults
+// with rng until ctx ends.
+func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lane int) error {
 	if !sleep(ctx, s.Warmup) {
 		return nil
 	}
+	slot := fmt.Sprint(lane)
 	for i := 0; ctx.Err() == nil; i++ {
-		f := s.Faults[s.Rng.IntN(len(s.Faults))]
-		targets, err := f.Start(ctx, s.Rng)
+		f := faults[rng.IntN(len(faults))]
+		targets, err := f.Start(ctx, rng)
 		if err != nil || len(targets) == 0 {
 			msg := "nothing to hit"
 			if err != nil {
@@ -140,7 +211,7 @@ func (s *Schedule) Run(ctx context.Context) error {
 			if err != nil {
 				s.logf("nemesis: %s failed: %v", f.Name(), err)
 			}
-			if !sleep(ctx, s.jitter(s.Interval)/4+10*time.Millisecond) {
+			if !sleep(ctx, jitter(rng, s.Interval)/4+10*time.Millisecond) {
 				return nil
 			}
 			continue
@@ -148,14 +219,18 @@ func (s *Schedule) Run(ctx context.Context) error {
 		// The fault is in effect from here: its interval starts now.
 		s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: f.Name(), Nodes: targets})
 		s.mu.Lock()
-		s.active[f.Name()] = targets
+		s.active[f.Name()+"#"+slot] = activeFault{f.Name(), targets}
 		s.mu.Unlock()
 		s.logf("nemesis: %s %s", f.Name(), strings.Join(targets, ","))
 		lasts := s.Interval
 		if s.FaultDuration != nil {
 			lasts = s.FaultDuration(f)
 		}
-		sleep(ctx, s.jitter(lasts))
+		if h, ok := f.(Holder); ok {
+			h.Hold(ctx, jitter(rng, lasts))
+		} else {
+			sleep(ctx, jitter(rng, lasts))
+		}
 		err = s.heal(f)
 		ev := history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Nodes: targets}
 		if err != nil {
@@ -163,13 +238,13 @@ func (s *Schedule) Run(ctx context.Context) error {
 		}
 		s.Rec.Record(ev)
 		s.mu.Lock()
-		delete(s.active, f.Name())
+		delete(s.active, f.Name()+"#"+slot)
 		s.mu.Unlock()
 		s.logf("nemesis: healed %s %s", f.Name(), strings.Join(targets, ","))
 		if err != nil {
 			return fmt.Errorf("healing %s on %s: %w", f.Name(), words.List(targets), err)
 		}
-		if !sleep(ctx, s.jitter(s.Interval)) {
+		if !sleep(ctx, jitter(rng, s.Interval)) {
 			return nil
 		}
 	}
@@ -187,7 +262,14 @@ func (s *Schedule) heal(f Fault) error {
 // whatever happened, as Jepsen's final generator does.
 func HealAll(faults []Fault) error {
 	var errs []string
+	var all []Fault
 	for _, f := range faults {
+		all = append(all, f)
+		if l, ok := f.(Laned); ok {
+			all = append(all, l.Lanes()...)
+		}
+	}
+	for _, f := range all {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := f.Stop(ctx); err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", f.Name(), err))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
 func init() {
@@ -17,8 +18,10 @@ func init() {
 		}})
 	Register(Kind{Name: "pause-holder", Summary: "freeze a lease holder between its last lease check and its write, past its lease",
 		Needs: Needs{CutsClient: true}, Duration: DurationOfPause, AimsAtHolder: true,
+		Flags: []usage.Flag{holdersAtOnceFlag, pauseUntilFlag}, Check: checkHoldersAtOnce,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
-			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Claims: env.Claims}
+			ph := &PauseHolder{Freezer: env.Freezer, TargetOf: env.SlotOf, Claims: env.Claims,
+				HoldersAtOnce: holdersAtOnce(env.Settings), UntilGranted: env.Settings.Options[pauseUntilFlag.Name] == PauseUntilGranted}
 			env.Observe(ph.Observe)
 			return ph, nil
 		}})
@@ -123,20 +126,73 @@ type PauseHolder struct {
 	TargetOf func(process int) string
 	// Claims stops the chosen process at its failpoint.
 	Claims *Claims
+	// HoldersAtOnce is how many holders may be frozen at a time, each on
+	// a key of its own, each lane with its own schedule (Lanes); 0 or 1
+	// is one, as before there were lanes.
+	HoldersAtOnce int
+	// UntilGranted ends a freeze once another process has read under the
+	// lock of the frozen holder's key (its grant seen, and its read that
+	// shows the storage the newer token), plus GrantedMargin, at most the
+	// fault's duration (--pause-until granted).
+	UntilGranted bool
 
 	aim    holderAim
 	once   sync.Once
 	frozen frozenSet
+
+	// With several holders at once: the lanes share a group, which hands
+	// each ok read to one armed lane whose key no other lane is on.
+	group *holderGroup
+	lane  int
+	lanes []*PauseHolder
+
+	taken successorWait
 }
 
 func (p *PauseHolder) Name() string { return "pause-holder" }
 
-func (p *PauseHolder) init() { p.once.Do(func() { p.aim.Claims = p.Claims }) }
+func (p *PauseHolder) init() {
+	p.once.Do(func() {
+		p.aim.Claims = p.Claims
+		if p.HoldersAtOnce > 1 && p.group == nil && p.lane == 0 {
+			p.group = newHolderGroup(p.Claims, p.HoldersAtOnce)
+			p.lanes = []*PauseHolder{p}
+			for i := 1; i < p.HoldersAtOnce; i++ {
+				l := &PauseHolder{Freezer: p.Freezer, TargetOf: p.TargetOf, Claims: p.Claims, HoldersAtOnce: p.HoldersAtOnce,
+					UntilGranted: p.UntilGranted, group: p.group, lane: i}
+				p.lanes = append(p.lanes, l)
+			}
+		}
+	})
+}
 
-// Observe is a history observer (holderAim.Observe); it never blocks.
+// Observe is a history observer (holderAim.Observe, or the group's with
+// several holders at once); it never blocks.
 func (p *PauseHolder) Observe(e history.Event) {
 	p.init()
-	p.aim.Observe(e)
+	if p.group == nil {
+		p.taken.Observe(e)
+		p.aim.Observe(e)
+		return
+	}
+	for _, l := range p.lanes {
+		l.taken.Observe(e)
+	}
+	p.group.Observe(e)
+}
+
+// Lanes are the further lanes of a PauseHolder with several holders at
+// once (none with one): the schedule runs each on its own.
+func (p *PauseHolder) Lanes() []Fault {
+	p.init()
+	if len(p.lanes) < 2 {
+		return nil
+	}
+	out := make([]Fault, 0, len(p.lanes)-1)
+	for _, l := range p.lanes[1:] {
+		out = append(out, l)
+	}
+	return out
 }
 
 // Start freezes the next lease holder at its write failpoint, and returns
@@ -144,17 +200,45 @@ func (p *PauseHolder) Observe(e history.Event) {
 func (p *PauseHolder) Start(ctx context.Context, _ *rand.Rand) ([]string, error) {
 	p.init()
 	var target string
-	frozen, err := p.aim.at(ctx, func(process int) error {
-		target = p.TargetOf(process)
+	act := func(pk aimPick) error {
+		target = p.TargetOf(pk.process)
+		if p.UntilGranted {
+			p.taken.watch(pk.key, pk.process)
+		}
 		return p.frozen.freeze(ctx, p.Freezer, target)
-	})
+	}
+	var frozen bool
+	var err error
+	if p.group != nil {
+		frozen, err = p.group.at(ctx, p.lane, act)
+	} else {
+		frozen, err = p.aim.atPick(ctx, act)
+	}
 	if !frozen {
 		return nil, err
 	}
 	return []string{target}, nil
 }
 
-func (p *PauseHolder) Stop(ctx context.Context) error { return p.frozen.thawAll(ctx, p.Freezer) }
+// Hold keeps the freeze for at most max: all of it by default, and with
+// UntilGranted only until the frozen holder's successor has read under the
+// lock, plus GrantedMargin.
+func (p *PauseHolder) Hold(ctx context.Context, max time.Duration) {
+	if !p.UntilGranted {
+		sleep(ctx, max)
+		return
+	}
+	p.taken.wait(ctx, max)
+}
+
+func (p *PauseHolder) Stop(ctx context.Context) error {
+	p.taken.clear()
+	err := p.frozen.thawAll(ctx, p.Freezer)
+	if p.group != nil && err == nil {
+		p.group.free(p.lane)
+	}
+	return err
+}
 
 // Claims lets a fault stop a client process at its next failpoint for as
 // long as it takes to put the fault in place.

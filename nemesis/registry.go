@@ -34,6 +34,7 @@ package nemesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -119,8 +120,10 @@ type Settings struct {
 	// Docker: the run is on a Docker cluster (else in process).
 	Docker bool
 	// Servers is the number of lock-service server nodes (0 in process).
-	Servers       int
-	Clients       int
+	Servers int
+	Clients int
+	// Keys is the number of keys (--keys).
+	Keys          int
 	LeaseTTL      time.Duration
 	PauseDuration time.Duration
 	// Interval is the rest between a heal and the next fault.
@@ -476,6 +479,11 @@ func (k Kind) check(s Settings) error {
 	}
 	if k.Check != nil {
 		if err := k.Check(s); err != nil {
+			// A fault's own flag given wrongly names that flag.
+			var ue *usage.Error
+			if errors.As(err, &ue) {
+				return err
+			}
 			return unavailable(name, "%v", err)
 		}
 	}
