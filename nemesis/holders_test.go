@@ -59,15 +59,7 @@ func TestHoldersAtOnceFreezeOneHolderPerKey(t *testing.T) {
 	}
 	s0 := run(ph)
 	s1 := run(l1)
-	for {
-		ph.group.mu.Lock()
-		n := len(ph.group.armed)
-		ph.group.mu.Unlock()
-		if n == 2 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitArmed(ph, 2)
 	ph.Observe(read(0, "k0"))
 	reachFailpoint(t, claims, 0)
 	ph.Observe(read(1, "k0")) // k0 is taken: nobody claimed
@@ -106,15 +98,7 @@ func TestHoldersAtOnceFreezeOneHolderPerKey(t *testing.T) {
 		t.Fatalf("after the first lane's heal: frozen %v, want %s only", fr.frozen, other)
 	}
 	s0 = run(ph)
-	for {
-		ph.group.mu.Lock()
-		n := len(ph.group.armed)
-		ph.group.mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitArmed(ph, 1)
 	ph.Observe(read(4, kept))  // still the second lane's
 	ph.Observe(read(3, freed)) // free again
 	reachFailpoint(t, claims, 3)
@@ -262,5 +246,18 @@ func TestScheduleRunsLanesBeside(t *testing.T) {
 	}
 	if seen["a"] == 0 || seen["b"] == 0 || !overlap {
 		t.Fatalf("intervals %+v: want both lanes, overlapping", faults)
+	}
+}
+
+// waitArmed waits until n lanes of ph's group wait for a holder to claim.
+func waitArmed(ph *PauseHolder, n int) {
+	for {
+		ph.group.mu.Lock()
+		armed := len(ph.group.armed)
+		ph.group.mu.Unlock()
+		if armed == n {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
