@@ -88,7 +88,9 @@ func TestDockerEtcdLockRPCFencedUnderPartitionsAndKillsIsValid(t *testing.T) {
 // storage refuses every stale token (0 for a grant whose key was already
 // gone).
 func TestDockerEtcdTrustingClientUnderPauseAllLosesUpdatesUnlessFenced(t *testing.T) {
-	trusting := func(fencing string) Config {
+	// Each subtest passes its own t: lockRPCConfig may skip (-short), and
+	// a parallel subtest must never skip or fail its parent.
+	trusting := func(t *testing.T, fencing string) Config {
 		cfg := lockRPCConfig(t, "3.4", fencing, "pause-all")
 		cfg.LeaseCheck, cfg.ClientEndpoints = "none", ClientEndpointsOne
 		cfg.Dwell, cfg.PauseDuration, cfg.NemesisInterval = 2*time.Second, 5*time.Second, 3*time.Second
@@ -99,7 +101,7 @@ func TestDockerEtcdTrustingClientUnderPauseAllLosesUpdatesUnlessFenced(t *testin
 	// and a half.
 	t.Run("unfenced", func(t *testing.T) {
 		t.Parallel()
-		out := runDocker(t, trusting("none"))
+		out := runDocker(t, trusting(t, "none"))
 		wantDocker(t, out, models.Invalid)
 		if d := readDamage(t, out); d.LostMin == nil || *d.LostMin == 0 {
 			t.Errorf("invalid, yet no acknowledged update certainly lost: %+v", d)
@@ -107,7 +109,7 @@ func TestDockerEtcdTrustingClientUnderPauseAllLosesUpdatesUnlessFenced(t *testin
 	})
 	t.Run("fenced", func(t *testing.T) {
 		t.Parallel()
-		out := runDocker(t, trusting("all"))
+		out := runDocker(t, trusting(t, "all"))
 		wantDocker(t, out, models.Valid)
 		if d := readDamage(t, out); d.LostMax == nil || *d.LostMax != 0 || d.StaleWritesAccepted != 0 || d.StaleRefused == 0 {
 			t.Errorf("fenced, yet damage (or nothing stale to refuse): %+v", d)
