@@ -39,6 +39,9 @@ type RunResult struct {
 	Incomplete string
 	// TestID labels the run's Docker objects ("" in process).
 	TestID string
+	// Workload is how long the workload phase lasted (0 when it never
+	// began): what a rate of exposures a minute is per.
+	Workload time.Duration
 	// Unwritten names the outputs written after the check that could not
 	// be (the reports, --junit, the step summary), each with why. They
 	// leave the verdict as it is: Run still returns it.
@@ -128,6 +131,9 @@ func runTest(sig Signals, t *Test, progress io.Writer, st *runState) (*RunResult
 	defer r.logFile.Close()
 	defer r.con.Clear()
 	r.setUpAndRun()
+	if r.out != nil {
+		r.out.Workload = r.marks.length("workload", time.Now())
+	}
 	r.leftovers()
 	r.saveHistory()
 	r.check()

@@ -55,3 +55,23 @@ func (m *timeMarks) split(start, end time.Time) string {
 	return fmt.Sprintf("where the time went: %.1f s in all, %.1f s beyond the workload: %s",
 		total.Seconds(), (total - workload).Seconds(), strings.Join(parts, ", "))
 }
+
+// length is how long the phases named name lasted in all, each until the
+// next phase began (the last until end): the workload's own minutes, which
+// a rate of exposures is per.
+func (m *timeMarks) length(name string, end time.Time) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var d time.Duration
+	for i, mk := range m.marks {
+		if mk.name != name {
+			continue
+		}
+		until := end
+		if i+1 < len(m.marks) {
+			until = m.marks[i+1].at
+		}
+		d += until.Sub(mk.at)
+	}
+	return d
+}

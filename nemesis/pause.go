@@ -16,7 +16,7 @@ func init() {
 		Build: func(_ context.Context, env *Env) (Fault, error) {
 			return &Pause{Label: "pause", Freezer: env.Freezer, Targets: env.Slots}, nil
 		}})
-	Register(Kind{Name: "pause-holder", Summary: "freeze a lease holder between its last lease check and its write, past its lease",
+	Register(Kind{Name: PauseHolderName, Summary: "freeze a lease holder between its last lease check and its write, past its lease",
 		Needs: Needs{CutsClient: true}, Duration: DurationOfPause, AimsAtHolder: true,
 		Flags: []usage.Flag{holdersAtOnceFlag, pauseUntilFlag}, Check: checkHoldersAtOnce,
 		Build: func(_ context.Context, env *Env) (Fault, error) {
@@ -149,7 +149,11 @@ type PauseHolder struct {
 	taken successorWait
 }
 
-func (p *PauseHolder) Name() string { return "pause-holder" }
+// PauseHolderName is pause-holder's --nemesis word, for the presets that
+// run its schedule (harness.CIBound).
+const PauseHolderName = "pause-holder"
+
+func (p *PauseHolder) Name() string { return PauseHolderName }
 
 func (p *PauseHolder) init() {
 	p.once.Do(func() {

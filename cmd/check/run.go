@@ -47,6 +47,7 @@ type runFlags struct {
 	testCount            int
 	keepGoing            bool
 	parallel             int
+	preset               string             // --preset: a schedule set for a purpose (preset.go)
 	junit                string             // --junit: where the run's JUnit report goes (harness.Outputs)
 	options              map[string]*string // the backends' and the faults' own flags
 }
@@ -89,6 +90,9 @@ at the newest.` + faultHelp(),
 // run checks the flags that depend on each other and runs the test
 // --test-count times.
 func (rf *runFlags) run(cmd *cobra.Command) error {
+	if err := applyPreset(cmd.Flags(), rf.preset); err != nil {
+		return err
+	}
 	cfg, options := &rf.cfg, rf.options
 	nemesis, concurrency, testCount, keepGoing := rf.nemesis, rf.concurrency, rf.testCount, rf.keepGoing
 	cfg.Nemesis = splitList(nemesis)
@@ -194,6 +198,9 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 				}
 				return testResult{code: harness.ExitFailed, dir: dir, err: err}
 			}
+			if rf.preset == ciBound {
+				printBoundPerMinute(progress, out)
+			}
 			tr := testResult{code: harness.ExitCode(out.Result.Verdict), dir: out.Dir}
 			if x := out.Result.Exposures; x != nil {
 				tr.exposures = &x.ExposureCounts
@@ -254,6 +261,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	f.BoolVar(&cfg.FreshCluster, "fresh-cluster", false, "with --test-count, give every test a new Docker cluster (default: a test takes the one the test before it left, with its processes killed and its data removed)")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
 	f.BoolVar(&cfg.VerboseBuild, "verbose-build", false, "stream the full output of the image builds and compiles a run needs (default: one line per step, the rest in a log file)")
+	f.StringVar(&rf.preset, "preset", "", "start from a preset schedule, flags given overriding it: "+ciBound+" (fenced pause-holder on 10 keys, 10 holders frozen at once, each thawed once its successor has read, 500ms rests, 3m; prints the exposures a minute and the bound they reach; docs/results.md)")
 	f.StringVar(&cfg.Name, "name", "", "the test's name in the store, one directory name (default: backend-recipe-storage[-fencing]-nemesis, e.g. memory-lease-fenced-none-pause)")
 }
 
