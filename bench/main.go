@@ -7,7 +7,9 @@
 // each backend, on new clusters and on warm ones; --only preset runs the
 // jepsen-etcd preset on both; --only parallel runs a preset at several
 // --parallel widths with the same seed; --only power-layer runs etcd
-// without and with the power faults' filesystem layer, interleaved; --only stress runs back-to-back pause-holder runs on etcd beside
+// without and with the power faults' filesystem layer, interleaved; --only
+// exposure-rate runs each backend fenced with today's pause-holder schedule
+// and with check --preset ci-bound's, and etcd unfenced with both; --only stress runs back-to-back pause-holder runs on etcd beside
 // CPU, disk and memory pressure, and only when asked for by name). It is a
 // measurement, never a test: nothing here fails CI.
 package main
@@ -36,48 +38,53 @@ type row struct {
 // the internal children, the stress group, or the table of groups) and each
 // group takes only the values it needs.
 type flags struct {
-	checkerCase     int
-	overheadRuns    int
-	overheadOn      string
-	presetRuns      int
-	docker          bool
-	runs            int
-	runsSet         bool // --runs was given: the stress group's default of 50 gives way
-	only            string
-	longTime        time.Duration
-	longEvery       time.Duration
-	longSamples     string
-	stressKind      string
-	stressTime      time.Duration
-	stressLeave     float64
-	stressHogMax    float64
-	stressDiskFiles int
-	stressDiskMiB   int
-	hold            time.Duration
-	checkFile       string
-	checkPath       string
-	checkMemory     int64
-	scaleSizes      string
-	exposureCase    bool
-	parallelPresets string
-	parallelWidths  string
-	parallelRuns    int
-	parallelTime    time.Duration
-	parallelSeed    int64
-	powerPairs      int
-	powerTime       time.Duration
-	powerBefore     string
+	checkerCase      int
+	overheadRuns     int
+	overheadOn       string
+	presetRuns       int
+	docker           bool
+	runs             int
+	runsSet          bool // --runs was given: the stress group's default of 50 gives way
+	only             string
+	longTime         time.Duration
+	longEvery        time.Duration
+	longSamples      string
+	stressKind       string
+	stressTime       time.Duration
+	stressLeave      float64
+	stressHogMax     float64
+	stressDiskFiles  int
+	stressDiskMiB    int
+	hold             time.Duration
+	checkFile        string
+	checkPath        string
+	checkMemory      int64
+	scaleSizes       string
+	exposureCase     bool
+	parallelPresets  string
+	parallelWidths   string
+	parallelRuns     int
+	parallelTime     time.Duration
+	parallelSeed     int64
+	powerPairs       int
+	powerTime        time.Duration
+	powerBefore      string
+	rateBackends     string
+	rateTime         time.Duration
+	rateUnfencedTime time.Duration
+	rateSeeds        int
+	rateStore        string
 }
 
 func parseFlags() flags {
 	var f flags
 	flag.IntVar(&f.checkerCase, "checker-case", -1, "internal: check one synthetic case and print its numbers")
 	flag.IntVar(&f.overheadRuns, "overhead-runs", 3, "runs per side (new cluster, warm cluster) of each backend in the overhead group")
-	flag.StringVar(&f.overheadOn, "overhead-backends", "etcd,zookeeper,postgres,redis", "backends of the overhead group (comma list), each measured on new and on warm clusters")
+	flag.StringVar(&f.overheadOn, "overhead-backends", "etcd,zookeeper,postgres,redis", "backends of the overhead group (comma list), each measured on new and on warm clusters; backend:deployment for one of a backend's deployments (redis:sentinel: --redis-topology sentinel)")
 	flag.IntVar(&f.presetRuns, "preset-runs", 10, "runs per cell of the jepsen-etcd preset in the preset group (only when named: --only preset)")
 	flag.BoolVar(&f.docker, "docker", false, "also run the rows that need Docker (etcd, cluster, image)")
 	flag.IntVar(&f.runs, "runs", 20, "runs per detection row in Docker (each about 25 s; with --docker, group detection)")
-	flag.StringVar(&f.only, "only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset, parallel, power-layer); scale, preset, parallel and power-layer run only when asked for")
+	flag.StringVar(&f.only, "only", "", "run only the rows whose group contains this word (checker, scale, harness, detection, docker, overhead, long, preset, parallel, power-layer, exposure-rate); scale, preset, parallel, power-layer and exposure-rate run only when asked for")
 	flag.DurationVar(&f.longTime, "long-time", 10*time.Minute, "workload length of the long run (group long, with --docker)")
 	flag.DurationVar(&f.longEvery, "long-sample", 5*time.Second, "how often the long run samples the harness's memory")
 	flag.StringVar(&f.longSamples, "long-samples", "", "write the long run's memory samples to this file (tab-separated)")
@@ -101,6 +108,11 @@ func parseFlags() flags {
 	flag.IntVar(&f.powerPairs, "power-layer-rounds", 5, "rounds of etcd runs (without the power faults' filesystem layer, then with it) in the power-layer group (only when named: --only power-layer)")
 	flag.StringVar(&f.powerBefore, "power-layer-before", "", "a check binary of an earlier commit: the power-layer group also runs the layer as it has it, in every round (a change's before and after in one run)")
 	flag.DurationVar(&f.powerTime, "power-layer-time", 20*time.Second, "time limit of each run in the power-layer group")
+	flag.StringVar(&f.rateBackends, "exposure-rate-backends", "etcd,zookeeper,postgres,redis,kubernetes", "backends of the exposure-rate group (comma list; only when named: --only exposure-rate), each run fenced with today's pause-holder schedule and with check --preset ci-bound's; redis runs setnx-incr, postgres lease")
+	flag.DurationVar(&f.rateTime, "exposure-rate-time", 40*time.Second, "time limit of each fenced run in the exposure-rate group, both schedules alike")
+	flag.DurationVar(&f.rateUnfencedTime, "exposure-rate-unfenced-time", 20*time.Second, "time limit of each unfenced etcd run in the exposure-rate group (0: none), --exposure-rate-seeds runs per schedule")
+	flag.IntVar(&f.rateSeeds, "exposure-rate-seeds", 5, "unfenced etcd runs per schedule in the exposure-rate group (seeds 1 to N), whose median time to the first violation is compared")
+	flag.StringVar(&f.rateStore, "exposure-rate-store", "", "store of the exposure-rate group's runs, all kept (default: a new temporary directory, printed)")
 	flag.Parse()
 	flag.Visit(func(fl *flag.Flag) { f.runsSet = f.runsSet || fl.Name == "runs" })
 	return f
@@ -173,6 +185,14 @@ func groupRows(f flags) []row {
 			os.Exit(254)
 		}
 		rows = append(rows, powerLayerRows(f.powerPairs, f.powerTime, f.powerBefore)...)
+	}
+	if f.docker && f.only != "" && want("exposure-rate") {
+		o, err := exposureRateFlags(f)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(254)
+		}
+		rows = append(rows, exposureRateRows(o)...)
 	}
 	if f.docker && want("long") {
 		rows = append(rows, longRows(f.longTime, f.longEvery, f.longSamples)...)

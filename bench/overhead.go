@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,23 +19,23 @@ import (
 )
 
 // overheadRows measures what a run costs beyond its workload — its wall
-// time minus its time limit — on each Docker backend, side by side in one
-// process: runs on new clusters (--fresh-cluster) and runs that take the
+// time minus its time limit — on each Docker backend (or a backend's
+// deployment: redis:sentinel), side by side in one process: runs on new clusters (--fresh-cluster) and runs that take the
 // cluster the run before them left (harness.Clusters, the default of
 // compare and --test-count). Each side is the median of runs runs of a 5 s
 // workload without faults; the warm side's first run, which makes its
 // cluster, is not counted. Beside each warm side it prints what reuse
 // itself cost a run: the rewarm (every process of the last run killed, its
 // data removed), as the run's check.log says.
-func overheadRows(runs int, backends []string) []row {
+func overheadRows(runs int, targets []overheadTarget) []row {
 	var rows []row
-	for _, backend := range backends {
-		cfg := harness.Config{Backend: backend, Cluster: "docker", Nodes: 3, Fencing: "all", Nemesis: []string{"none"}, Clients: 5, Keys: 1,
+	for _, t := range targets {
+		cfg := harness.Config{Backend: t.backend, Cluster: "docker", Nodes: 3, Fencing: "all", Nemesis: []string{"none"}, Clients: 5, Keys: 1,
 			TimeLimit: 5 * time.Second, LeaseTTL: 2 * time.Second, Work: 10 * time.Millisecond, NemesisInterval: 5 * time.Second,
-			CheckTimeout: time.Minute, Seed: 1}
+			CheckTimeout: time.Minute, Seed: 1, Recipe: t.recipe, Options: t.options}
 		fresh, _, err := overheads(nil, cfg, runs)
 		if err != nil {
-			rows = append(rows, failedRow(fmt.Sprintf("%s: a run's overhead, new cluster", backend), err))
+			rows = append(rows, failedRow(fmt.Sprintf("%s: a run's overhead, new cluster", t.name), err))
 			continue
 		}
 		p := harness.NewClusters()
@@ -43,22 +44,22 @@ func overheadRows(runs int, backends []string) []row {
 		p.Close(ctx)
 		cancel()
 		if err != nil {
-			rows = append(rows, failedRow(fmt.Sprintf("%s: a run's overhead, warm cluster", backend), err))
+			rows = append(rows, failedRow(fmt.Sprintf("%s: a run's overhead, warm cluster", t.name), err))
 			continue
 		}
 		warm, rewarms = warm[1:], rewarms[1:]
 		f, w := median(fresh), median(warm)
 		rows = append(rows,
-			row{name: fmt.Sprintf("%s: a run's overhead beyond its workload, new cluster", backend), value: f, unit: "s", goal: "measured", pass: true,
+			row{name: fmt.Sprintf("%s: a run's overhead beyond its workload, new cluster", t.name), value: f, unit: "s", goal: "measured", pass: true,
 				note: fmt.Sprintf("median of %d runs of 5 s: %s", len(fresh), secondsList(fresh))},
-			row{name: fmt.Sprintf("%s: a run's overhead beyond its workload, warm cluster", backend), value: w, unit: "s", goal: "<= 5 s", pass: w <= 5,
+			row{name: fmt.Sprintf("%s: a run's overhead beyond its workload, warm cluster", t.name), value: w, unit: "s", goal: "<= 5 s", pass: w <= 5,
 				note: fmt.Sprintf("median of %d runs of 5 s after the first: %s; %.0f%% of the new cluster's", len(warm), secondsList(warm), w/f*100)})
 		if len(rewarms) == len(warm) {
 			r := median(rewarms)
-			rows = append(rows, row{name: fmt.Sprintf("%s: making a warm cluster clean for the next run (rewarm)", backend), value: r, unit: "s", goal: "<= 2 s", pass: r <= 2,
+			rows = append(rows, row{name: fmt.Sprintf("%s: making a warm cluster clean for the next run (rewarm)", t.name), value: r, unit: "s", goal: "<= 2 s", pass: r <= 2,
 				note: fmt.Sprintf("median of the same %d runs: %s", len(rewarms), secondsList(rewarms))})
 		} else {
-			rows = append(rows, failedRow(fmt.Sprintf("%s: making a warm cluster clean for the next run (rewarm)", backend),
+			rows = append(rows, failedRow(fmt.Sprintf("%s: making a warm cluster clean for the next run (rewarm)", t.name),
 				fmt.Errorf("%d of %d warm runs' logs say how long their rewarm took", len(rewarms), len(warm))))
 		}
 	}
@@ -117,17 +118,50 @@ func rewarmTime(store string) (time.Duration, bool) {
 	return d, err == nil
 }
 
+// overheadTarget is one entry of --overhead-backends: a backend, or one
+// of its deployments (registry.Info.Deployments: "redis:sentinel" is
+// backend redis with --redis-topology sentinel), with the deployment's
+// flags and its first recipe.
+type overheadTarget struct {
+	name    string // as given: "redis", "redis:sentinel"
+	backend string
+	recipe  string            // "" for the backend's default
+	options map[string]string // the deployment's flags; nil for a plain backend
+}
+
 // overheadBackends reads --overhead-backends: registered backends that run
-// in Docker.
-func overheadBackends(list string) ([]string, error) {
-	var out []string
-	for _, name := range strings.Split(list, ",") {
-		name = strings.TrimSpace(name)
+// in Docker, each alone (its defaults) or as backend:deployment.
+func overheadBackends(list string) ([]overheadTarget, error) {
+	var out []overheadTarget
+	for _, entry := range strings.Split(list, ",") {
+		entry = strings.TrimSpace(entry)
+		name, deployment, hasDeployment := strings.Cut(entry, ":")
 		b, ok := registry.Lookup(name)
 		if !ok || !slices.Contains(b.Clusters, registry.ClusterDocker) {
 			return nil, fmt.Errorf("--overhead-backends: %q is not a backend that runs in Docker", name)
 		}
-		out = append(out, name)
+		t := overheadTarget{name: entry, backend: name}
+		if hasDeployment {
+			var names []string
+			found := false
+			for _, d := range b.Deployments {
+				names = append(names, name+":"+d.Name)
+				if d.Name == deployment {
+					found = true
+					t.options = maps.Clone(d.Options)
+					if len(d.Recipes) > 0 {
+						t.recipe = d.Recipes[0]
+					}
+				}
+			}
+			if !found {
+				if len(names) == 0 {
+					return nil, fmt.Errorf("--overhead-backends: %q: backend %s describes no deployments; give it as %s", entry, name, name)
+				}
+				return nil, fmt.Errorf("--overhead-backends: %q: backend %s has no deployment %q (accepted: %s)", entry, name, deployment, strings.Join(names, ", "))
+			}
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
