@@ -44,6 +44,11 @@ type startGate struct {
 	cond     *sync.Cond
 	starting int
 	pausing  bool
+	// pauseInDoubt: a pause of the node ended in an error (no answer in
+	// time, a cancelled request), so the daemon may still apply it after
+	// the unpause that heals it; Unpause then watches the node (see
+	// settleUnpaused).
+	pauseInDoubt bool
 }
 
 func (c *Cluster) gate(node string) *startGate {
