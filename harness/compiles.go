@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -28,6 +29,23 @@ func CompileAll(ctx context.Context, cli *client.Client, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The agent programs first: they are built in fencecheck's own
+	// module, as the example clients' go_build is, so a client on
+	// client-go built beside the server compiles finds client-go already
+	// compiled instead of compiling it at the same time.
+	for _, b := range registry.All() {
+		a := b.Agent
+		if b.NewDB == nil || a == nil {
+			continue
+		}
+		bin, err := agentBinary(&Config{})
+		if err != nil {
+			return err
+		}
+		if _, err := images.AgentProgramBinary(ctx, images.AgentProgram{Name: a.Name, Package: a.Package, What: a.What}, bin, arch, out); err != nil {
+			return fmt.Errorf("backend %s's clients: %w", b.Name, err)
+		}
+	}
 	for _, b := range registry.All() {
 		if b.NewDB == nil {
 			continue // in process only
@@ -47,15 +65,47 @@ func CompileAll(ctx context.Context, cli *client.Client, out io.Writer) error {
 				}
 			}
 		}
-		if a := b.Agent; a != nil {
-			bin, err := agentBinary(&Config{})
-			if err != nil {
-				return err
-			}
-			if _, err := images.AgentProgramBinary(ctx, images.AgentProgram{Name: a.Name, Package: a.Package, What: a.What}, bin, arch, out); err != nil {
-				return fmt.Errorf("backend %s's clients: %w", b.Name, err)
-			}
-		}
 	}
 	return nil
+}
+
+// ClientImage is a client image to build before any run needs it:
+// `check image build --client BACKEND=DIR`, so that CI's tests of the
+// example clients find their images built, beside the server compiles,
+// instead of building them inside their own time.
+type ClientImage struct{ t *Test }
+
+// PlanClientImage checks, before anything is built, that backend is a
+// backend and dir a client directory, as a run of them would.
+func PlanClientImage(backend, dir string) (ClientImage, error) {
+	// Only what picks the node image is resolved (the backend, its
+	// default server version and storage): a run's other settings play
+	// no part in the client's image.
+	t := newTest(Config{Backend: backend, Cluster: registry.ClusterDocker, ClientDir: dir, Given: map[string]bool{}}, nil)
+	if !t.known {
+		return ClientImage{}, fmt.Errorf("unknown backend %q (accepted: %s)", backend, strings.Join(registry.Names(), ", "))
+	}
+	if t.clientErr != nil {
+		return ClientImage{}, t.clientErr
+	}
+	t.cfg.defaults(t.info, t.known, t.client)
+	return ClientImage{t}, nil
+}
+
+// Build makes the image a Docker run of the backend with this client
+// would build on first use: the node image that backend's runs use (core
+// or full, decided as a run decides it), then the client's image on it
+// (its Debian packages, its build commands, its go_build compile). It
+// returns the client image's tag.
+func (c ClientImage) Build(ctx context.Context, cli *client.Client, out io.Writer) (string, error) {
+	t := c.t
+	ensureImage := images.EnsureImage
+	if coreImageEnough(t.info, &t.cfg, t.setup("")) {
+		ensureImage = images.EnsureCoreImage
+	}
+	node, err := ensureImage(ctx, cli, out)
+	if err != nil {
+		return "", fmt.Errorf("the node image: %w", err)
+	}
+	return images.EnsureClientImage(ctx, cli, node, t.client, out)
 }

@@ -23,6 +23,7 @@ func newImageCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "image", Short: "The node image every container runs",
 		Example: "  check image build            # make fencecheck/node:<hash>; a run builds it when missing"}
 	var verbose, all bool
+	var clients []string
 	build := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node images fencecheck/node:core-<hash> and fencecheck/node:<hash> locally (no registry needed)",
@@ -39,33 +40,75 @@ log file (--verbose streams it).
 --all builds only what is missing, and also compiles now every server build and agent program a run compiles on
 first use (etcd 3.5 and 3.7, kube-apiserver, the kubernetes backend's
 check-kubernetes), into the cache where every later run finds them: CI calls
-it so that no test waits for a compile, and each is paid once.
+it so that no test waits for a compile, and each is paid once. The compiles
+run from the start, beside the images: debootstrap and apt wait on the
+network where a compile waits on the CPU.
+
+--client BACKEND=DIR also builds the image of the --client program in DIR on
+the node image a run of BACKEND uses, as that run would on first use (its
+Debian packages, its build commands, its go_build compile); like --all, it
+builds only the node images that are missing.
 `,
-		Example: "  check image build\n  check image build --all   # and every compile a run would make on first use",
-		Args:    cobra.NoArgs,
+		Example: "  check image build\n  check image build --all   # and every compile a run would make on first use\n" +
+			"  check image build --client zookeeper=examples/clients/kazoo",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Every --client is checked before anything is built.
+			plans := make([]harness.ClientImage, 0, len(clients))
+			for _, c := range clients {
+				backend, dir, ok := strings.Cut(c, "=")
+				if !ok || backend == "" || dir == "" {
+					return usageErr("--client %q: want BACKEND=DIR, the backend whose runs will use the client and the client's directory (e.g. --client zookeeper=examples/clients/kazoo)", c)
+				}
+				plan, err := harness.PlanClientImage(backend, dir)
+				if err != nil {
+					return usageErr("--client %s: %w", c, err)
+				}
+				plans = append(plans, plan)
+			}
 			return withBuild(cmd, verbose, func(ctx context.Context, cli *client.Client, out *images.BuildOutput) error {
 				// --all makes sure of everything (builds what is missing):
 				// scripts/test calls it before every test run, and a
 				// forced rebuild of Debian's layer was seen to miss the
 				// daemon's cache and cost minutes.
 				build := images.BuildImage
-				if all {
+				if all || len(plans) > 0 {
 					build = images.EnsureImage
 				}
-				if _, err := build(ctx, cli, out); err != nil {
-					return failed(err)
-				}
-				if all {
-					if err := harness.CompileAll(ctx, cli, out); err != nil {
-						return failed(err)
+				// The compiles need no image: they run from the start,
+				// beside debootstrap and apt, which wait on the network.
+				// The client images come after the node image they are
+				// built on, beside the compiles still running.
+				ctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				compiled := make(chan error, 1)
+				go func() {
+					if !all {
+						compiled <- nil
+						return
 					}
+					compiled <- harness.CompileAll(ctx, cli, out)
+				}()
+				_, imageErr := build(ctx, cli, out)
+				for i := 0; imageErr == nil && i < len(plans); i++ {
+					if _, err := plans[i].Build(ctx, cli, out); err != nil {
+						imageErr = fmt.Errorf("--client %s: %w", clients[i], err)
+					}
+				}
+				if imageErr != nil {
+					cancel() // the compiles' "context canceled" says nothing more
+					<-compiled
+					return failed(imageErr)
+				}
+				if err := <-compiled; err != nil {
+					return failed(err)
 				}
 				return nil
 			})
 		},
 	}
 	build.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of debootstrap, apt, go and docker (default: one line per step, the rest in a log file)")
+	build.Flags().StringArrayVar(&clients, "client", nil, "also build the image of the --client program in DIR, on the node image BACKEND's runs use (BACKEND=DIR; repeatable)")
 	build.Flags().BoolVar(&all, "all", false, "also compile every server build and agent program a run would compile on first use (etcd 3.5/3.7, kube-apiserver, check-kubernetes)")
 	server := &cobra.Command{
 		Use:   "server BACKEND [VERSION]",

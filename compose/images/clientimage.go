@@ -160,6 +160,15 @@ func goBuild(ctx context.Context, c *clientdir.Client, goarch string, progress i
 // Dir, for linux/GoArch (amd64 when empty), with CGO_ENABLED=0.
 type staticBuild struct {
 	Dir, Pkg, Name, GoArch string
+	// Trimpath builds with -trimpath: the servers built in a wrapper
+	// module of their own (etcd, kube-apiserver, nats-server), whose
+	// binaries then record no temporary directory. The agent programs and
+	// a client's go_build go without it: Go's build cache keys a package
+	// compiled with -trimpath apart from the same package without, and
+	// they share most of their packages (client-go for the kubernetes
+	// ones) with the check binary and the tests, which are built without
+	// it, so -trimpath made a fresh machine compile client-go twice.
+	Trimpath bool
 	// LdFlags and GoFlags are passed on as -ldflags and GOFLAGS; Env is
 	// added to the environment.
 	LdFlags, GoFlags string
@@ -192,7 +201,10 @@ func staticGoBuild(ctx context.Context, b staticBuild, progress io.Writer) ([]by
 	}
 	defer os.RemoveAll(tmp)
 	out := filepath.Join(tmp, b.Name)
-	args := []string{"build", "-trimpath"}
+	args := []string{"build"}
+	if b.Trimpath {
+		args = append(args, "-trimpath")
+	}
 	if b.LdFlags != "" {
 		args = append(args, "-ldflags="+b.LdFlags)
 	}

@@ -139,7 +139,7 @@ func buildEtcd(ctx context.Context, version, goarch string, progress io.Writer) 
 	fmt.Fprintf(progress, "compose: compiling etcd %s (linux/%s, CGO_ENABLED=0)\n", version, archOrAmd64(goarch))
 	start := time.Now()
 	b, err := staticGoBuild(ctx, staticBuild{Dir: dir, Pkg: ".", Name: EtcdBinaryName(version), GoArch: goarch,
-		LdFlags: "-s -w", GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}}, progress)
+		LdFlags: "-s -w", GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}, Trimpath: true}, progress)
 	var noGo *noToolchainError
 	switch {
 	case errors.As(err, &noGo):

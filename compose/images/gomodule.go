@@ -130,7 +130,7 @@ func (m ModuleServer) build(ctx context.Context, goarch string, progress io.Writ
 	}
 	fmt.Fprintf(progress, "compose: compiling %s %s (linux/%s, CGO_ENABLED=0; once: it is kept in the cache)\n", m.Name, m.Version, archOrAmd64(goarch))
 	b, err := staticGoBuild(ctx, staticBuild{Dir: dir, Pkg: m.Pkg, Name: m.Name, GoArch: goarch,
-		LdFlags: m.ldFlags(), GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}}, progress)
+		LdFlags: m.ldFlags(), GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}, Trimpath: true}, progress)
 	var noGo *noToolchainError
 	switch {
 	case errors.As(err, &noGo):

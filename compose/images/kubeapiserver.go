@@ -129,7 +129,7 @@ func buildKubeAPIServer(ctx context.Context, goarch string, progress io.Writer) 
 		KubeAPIServerVersion, archOrAmd64(goarch))
 	start := time.Now()
 	b, err := staticGoBuild(ctx, staticBuild{Dir: dir, Pkg: kubeAPIServerPkg, Name: KubeAPIServerBinaryName, GoArch: goarch,
-		LdFlags: kubeAPIServerLdFlags(), GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}}, progress)
+		LdFlags: kubeAPIServerLdFlags(), GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}, Trimpath: true}, progress)
 	var noGo *noToolchainError
 	switch {
 	case errors.As(err, &noGo):
