@@ -2,9 +2,9 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -83,7 +83,7 @@ func PlanClientImage(backend, dir string) (ClientImage, error) {
 	// no part in the client's image.
 	t := newTest(Config{Backend: backend, Cluster: registry.ClusterDocker, ClientDir: dir, Given: map[string]bool{}}, nil)
 	if !t.known {
-		return ClientImage{}, fmt.Errorf("unknown backend %q (accepted: %s)", backend, strings.Join(registry.Names(), ", "))
+		return ClientImage{}, errors.New(unknownBackendText(backend))
 	}
 	if t.clientErr != nil {
 		return ClientImage{}, t.clientErr
@@ -99,11 +99,7 @@ func PlanClientImage(backend, dir string) (ClientImage, error) {
 // returns the client image's tag.
 func (c ClientImage) Build(ctx context.Context, cli *client.Client, out io.Writer) (string, error) {
 	t := c.t
-	ensureImage := images.EnsureImage
-	if coreImageEnough(t.info, &t.cfg, t.setup("")) {
-		ensureImage = images.EnsureCoreImage
-	}
-	node, err := ensureImage(ctx, cli, out)
+	node, err := t.ensureNodeImage(ctx, cli, t.setup(""), out)
 	if err != nil {
 		return "", fmt.Errorf("the node image: %w", err)
 	}

@@ -127,11 +127,7 @@ func (s systemSetup) dockerParts(ctx context.Context, id string) (dockerParts, e
 	// (the tools' output in a log file) unless --verbose-build.
 	build := images.NewBuildOutput(s.progress, images.BuildOutputOptions{Verbose: cfg.VerboseBuild, LogDir: images.BuildLogDir(), Record: s.record})
 	defer build.Close()
-	ensureImage := images.EnsureImage
-	if coreImageEnough(b, cfg, t.setup(id)) {
-		ensureImage = images.EnsureCoreImage
-	}
-	if p.image, err = ensureImage(ctx, p.cli, build); err != nil {
+	if p.image, err = t.ensureNodeImage(ctx, p.cli, t.setup(id), build); err != nil {
 		return p, fmt.Errorf("the node image: %w", err)
 	}
 	if err := s.prepareBackend(ctx, p, build); err != nil {
@@ -317,6 +313,15 @@ func agentMatchesEngine(ctx context.Context, cli *client.Client, bin string) err
 			bin, f.Machine, cli.DaemonHost(), ver.Arch, ver.Arch, ver.Arch)
 	}
 	return nil
+}
+
+// ensureNodeImage makes sure of the node image a run of t with setup s
+// runs on, the core image where it is enough, and returns its tag.
+func (t *Test) ensureNodeImage(ctx context.Context, cli *client.Client, s registry.Setup, out io.Writer) (string, error) {
+	if coreImageEnough(t.info, &t.cfg, s) {
+		return images.EnsureCoreImage(ctx, cli, out)
+	}
+	return images.EnsureImage(ctx, cli, out)
 }
 
 // coreImageEnough: the run's servers and storage need only the core node

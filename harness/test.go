@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -236,5 +237,10 @@ func (t *Test) faultSettings(docker bool, servers int) nemesis.Settings {
 
 // unknownBackend refuses a --backend the registry does not have.
 func unknownBackend(name string) error {
-	return usage.Errorf("backend", "unknown backend %q (accepted: %s)", name, strings.Join(registry.Names(), ", "))
+	return usage.Errorf("backend", "%s", unknownBackendText(name))
+}
+
+// unknownBackendText says that name is no backend, and which are.
+func unknownBackendText(name string) string {
+	return fmt.Sprintf("unknown backend %q (accepted: %s)", name, strings.Join(registry.Names(), ", "))
 }

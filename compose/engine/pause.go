@@ -151,13 +151,8 @@ func (c *Cluster) partlyPaused(ctx context.Context, node string) (bool, error) {
 		if id == "" {
 			continue
 		}
-		began := time.Now()
-		info, err := c.cli.ContainerInspect(ctx, id)
-		if err != nil {
-			return false, askError(c.cli.DaemonHost(), "the inspection of "+node, began, err)
-		}
-		if info.State != nil && info.State.Paused {
-			return true, nil
+		if paused, err := c.containerPaused(ctx, node, id); err != nil || paused {
+			return paused, err
 		}
 	}
 	return false, nil
@@ -169,8 +164,14 @@ func (c *Cluster) Paused(ctx context.Context, node string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return c.containerPaused(ctx, node, n.ContainerID)
+}
+
+// containerPaused asks the engine whether container id, of node, is
+// paused.
+func (c *Cluster) containerPaused(ctx context.Context, node, id string) (bool, error) {
 	began := time.Now()
-	info, err := c.cli.ContainerInspect(ctx, n.ContainerID)
+	info, err := c.cli.ContainerInspect(ctx, id)
 	if err != nil {
 		return false, askError(c.cli.DaemonHost(), "the inspection of "+node, began, err)
 	}
