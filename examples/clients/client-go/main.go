@@ -203,8 +203,13 @@ func (c *client) Write(ctx context.Context, key string, token uint64, prev, valu
 }
 
 // Release cancels the election; with ReleaseOnCancel client-go writes the
-// Lease free if it still leads. A Lease that still names this elector
-// afterwards was not released.
+// Lease free if it still leads. client-go tries that once, within one
+// RenewDeadline (⅔ of the lease), and only logs a failure: under a slow
+// API server the Lease stays held until it expires. So while the Lease
+// still names this elector, Release writes it free itself, the way
+// client-go does (holder "", a 1 s lease), in an update conditional on the
+// read that named it, until the op's deadline. A Lease that still names
+// this elector then was not released.
 func (c *client) Release(ctx context.Context, key string) error {
 	c.mu.Lock()
 	l, ok := c.leaders[key]
@@ -216,14 +221,34 @@ func (c *client) Release(ctx context.Context, key string) error {
 	if err := l.stop(ctx); err != nil {
 		return err
 	}
-	rec, _, err := l.lock.Get(ctx)
-	if err != nil {
-		return fmt.Errorf("released, but the Lease could not be read back: %w", err)
+	var last error
+	for {
+		rec, _, err := l.lock.Get(ctx)
+		switch {
+		case err != nil:
+			last = fmt.Errorf("released, but the Lease could not be read back: %w", err)
+		case rec.HolderIdentity != l.identity:
+			return nil
+		default:
+			now := metav1.NewTime(time.Now())
+			free := resourcelock.LeaderElectionRecord{
+				LeaderTransitions: rec.LeaderTransitions, LeaseDurationSeconds: 1,
+				AcquireTime: now, RenewTime: now,
+			}
+			// Get gave the lock this read's resourceVersion: the update
+			// fails with a conflict if anyone wrote the Lease since.
+			err := l.lock.Update(ctx, free)
+			if err == nil {
+				return nil
+			}
+			last = fmt.Errorf("the Lease still names %s as its holder (%v)", l.identity, err)
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(c.retry):
+		}
 	}
-	if rec.HolderIdentity == l.identity {
-		return fmt.Errorf("the Lease still names %s as its holder", l.identity)
-	}
-	return nil
 }
 
 // stop cancels the election and waits for client-go's Run to return,
