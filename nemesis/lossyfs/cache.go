@@ -195,10 +195,13 @@ func (f *File) Extend(size int64) {
 func (f *File) Sync(d Disk) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// end is the disk's size as this sync leaves it so far.
+	end := f.synced
 	if f.zeroFrom < f.synced {
 		if err := d.Truncate(f.zeroFrom); err != nil {
 			return err
 		}
+		end = f.zeroFrom
 	}
 	idxs := make([]int64, 0, len(f.pages))
 	for idx := range f.pages {
@@ -214,11 +217,13 @@ func (f *File) Sync(d Disk) error {
 		if _, err := d.WriteAt(pg, start); err != nil {
 			return err
 		}
+		end = max(end, start+int64(len(pg)))
 	}
-	// The size, where it moved: a truncate of a file to its own size
-	// would still change its times, and make the sync below a metadata
-	// commit the program never asked for.
-	if f.size != f.synced || f.zeroFrom < f.synced {
+	// The size, where the writes did not already leave it: a truncate of
+	// a file to its own size would still change its times, and make the
+	// sync below a metadata commit the program never asked for (an
+	// append, the commonest write of a log, sets its size by itself).
+	if end != f.size {
 		if err := d.Truncate(f.size); err != nil {
 			return err
 		}

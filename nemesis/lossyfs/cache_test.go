@@ -187,11 +187,13 @@ func (d *countingDisk) Truncate(size int64) error {
 	return d.File.Truncate(size)
 }
 
-// A sync of writes inside the file's synced size (a preallocated log
-// overwritten in place) leaves the disk's size alone: a truncate to the
-// same size would still change the file's times and turn the sync into a
-// metadata commit. A sync that moves the size sets it.
-func TestSyncTruncatesOnlyWhenTheSizeMoved(t *testing.T) {
+// A sync sets the disk's size only where its writes did not already
+// leave it there: writes inside the synced size (a preallocated log
+// overwritten in place) and an append (a log growing) need no truncate,
+// which would still change the file's times and turn the sync into a
+// metadata commit. A cut, and a growth with nothing written at the end,
+// do.
+func TestSyncTruncatesOnlyWhenTheWritesLeaveTheSizeWrong(t *testing.T) {
 	d := &countingDisk{File: diskFile(t, make([]byte, 3*PageSize))}
 	f := NewFile(3 * PageSize)
 	f.WriteAt(d, []byte("entry"), PageSize+10)
@@ -208,14 +210,32 @@ func TestSyncTruncatesOnlyWhenTheSizeMoved(t *testing.T) {
 	if err := f.Sync(d); err != nil {
 		t.Fatal(err)
 	}
+	if d.truncates != 0 {
+		t.Errorf("a sync of an append truncated the disk %d times", d.truncates)
+	}
+	if b := onDisk(t, d.File); len(b) != 3*PageSize+8 {
+		t.Fatalf("after a synced append the disk holds %d bytes, want %d", len(b), 3*PageSize+8)
+	}
 	f.Truncate(PageSize)
 	if err := f.Sync(d); err != nil {
 		t.Fatal(err)
 	}
 	if b := onDisk(t, d.File); len(b) != PageSize {
-		t.Fatalf("after an append and a truncate, each synced, the disk holds %d bytes, want %d", len(b), PageSize)
+		t.Fatalf("after a synced truncate the disk holds %d bytes, want %d", len(b), PageSize)
 	}
-	if d.truncates == 0 {
-		t.Error("syncs that moved the size never set it on the disk")
+	cut := d.truncates
+	if cut == 0 {
+		t.Error("a sync that cut the file never set its size on the disk")
+	}
+	f.Truncate(2 * PageSize)
+	f.WriteAt(d, []byte("x"), 10)
+	if err := f.Sync(d); err != nil {
+		t.Fatal(err)
+	}
+	if b := onDisk(t, d.File); len(b) != 2*PageSize || b[10] != 'x' || b[PageSize+1] != 0 {
+		t.Fatalf("after a synced growth the disk holds %d bytes", len(b))
+	}
+	if d.truncates == cut {
+		t.Error("a sync that grew the file past its writes never set its size on the disk")
 	}
 }

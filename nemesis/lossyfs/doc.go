@@ -24,6 +24,9 @@
 //   - sync(2) and syncfs(2) do not reach a FUSE filesystem, so they sync
 //     nothing here; the services fencecheck tests sync their files one by
 //     one.
+//   - Extended attributes are refused (ENOSYS): with them, the kernel
+//     asked for security.capability before every write, one more round
+//     trip through this process per write, and no lock service keeps any.
 //
 // As Jepsen does with lazyfs, the fault SIGKILLs the lock server first
 // and drops the cache after: a drop under a running server would change
