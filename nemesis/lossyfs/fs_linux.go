@@ -52,19 +52,20 @@ func (l *Layer) fileFor(fd int, in *fs.Inode, path string) (*File, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	return l.fileOf(st.Ino, fd, in, path)
+	return l.fileOf(st.Ino, func() (*unix.Stat_t, error) { return &st, nil }, in, path)
 }
 
 // fileOf is fileFor for a descriptor whose inode number below is known:
-// a write, the commonest call, then costs no fstat once the cache exists.
-// It notes in as the file's inode and path as its name, as last seen.
-func (l *Layer) fileOf(ino uint64, fd int, in *fs.Inode, path string) (*File, error) {
+// a write, the commonest call, then costs no fstat once the cache exists
+// (stat is asked only to make it). It notes in as the file's inode and
+// path as its name, as last seen.
+func (l *Layer) fileOf(ino uint64, stat func() (*unix.Stat_t, error), in *fs.Inode, path string) (*File, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.files[ino]
 	if e == nil {
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
+		st, err := stat()
+		if err != nil {
 			return nil, err
 		}
 		e = &entry{file: NewFile(st.Size)}
@@ -412,6 +413,13 @@ func newHandle(fd int, n *node, flags uint32) (*handle, error) {
 
 func (h *handle) cached() *File { return h.node.layer.file(h.ino) }
 
+// stat is the file below as the descriptor sees it now.
+func (h *handle) stat() (*unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstat(h.fd, &st)
+	return &st, err
+}
+
 func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	var n int
 	var err error
@@ -427,7 +435,7 @@ func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResul
 }
 
 func (h *handle) Write(_ context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	f, err := h.node.layer.fileOf(h.ino, h.fd, h.node.EmbeddedInode(), h.node.rel())
+	f, err := h.node.layer.fileOf(h.ino, h.stat, h.node.EmbeddedInode(), h.node.rel())
 	if err != nil {
 		return 0, fs.ToErrno(err)
 	}
