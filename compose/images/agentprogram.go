@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/buildlock"
 )
 
 // An agent program is a backend's own agent, a main package of this
@@ -174,6 +176,18 @@ func (f *programFinder) get(ctx context.Context, p AgentProgram, checkBinary, go
 	}
 
 	root, err := moduleRoot(f.source, p.Package)
+	if err == nil && cachePath != "" {
+		// One compile a machine: a process that waited for another's
+		// finds it in the cache.
+		var release func()
+		if release, err = buildlock.Acquire(ctx, name, p.Name+"'s compile", out); err != nil {
+			return ProgramBinary{}, err
+		}
+		defer release()
+		if pb, ok, _ := f.tryPlace(out, p, name, arch, cachePath, place{from: "from the cache", absent: "not in the cache", unusable: "the cache's copy"}); ok {
+			return pb, nil
+		}
+	}
 	if err == nil {
 		var b []byte
 		if b, err = f.compile(ctx, p, root, arch, cachePath, out); err == nil {

@@ -70,6 +70,13 @@ func EnsureClientImage(ctx context.Context, cli *client.Client, nodeImage string
 	if ok, err := engine.ImageExists(ctx, cli, tag); err != nil || ok {
 		return tag, err
 	}
+	ok, release, err := lockImage(ctx, tag, "the image of client "+c.Manifest.Name, out, func() (bool, error) {
+		return engine.ImageExists(ctx, cli, tag)
+	})
+	if err != nil || ok {
+		return tag, err
+	}
+	defer release()
 	step := out.Begin("client image " + c.Manifest.Name + " (docker build)")
 	fmt.Fprintf(step, "compose: building client image %s from %s (%s)\n", tag, nodeImage, c.Dir)
 	pr, pw := io.Pipe()

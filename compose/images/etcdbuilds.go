@@ -86,14 +86,17 @@ func EtcdBinary(ctx context.Context, version, goarch string, progress io.Writer)
 func cachedEtcd(ctx context.Context, version, goarch string, progress io.Writer) ([]byte, error) {
 	out := buildOutputOf(progress)
 	path := etcdCachePath(version, goarch)
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(out, "compose: etcd %s (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
-			return b, nil
-		}
+	b, release, err := fromCacheOrLock(ctx, path, "etcd "+version+"'s compile", out)
+	if err != nil {
+		return nil, err
 	}
+	if b != nil {
+		fmt.Fprintf(out, "compose: etcd %s (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
+		return b, nil
+	}
+	defer release()
 	step := out.Begin(fmt.Sprintf("etcd %s compile (go build)", version))
-	b, err := buildEtcd(ctx, version, goarch, step)
+	b, err = buildEtcd(ctx, version, goarch, step)
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}

@@ -68,13 +68,18 @@ func (m ModuleServer) Binary(ctx context.Context, goarch string, progress io.Wri
 	path := ""
 	if dir, err := os.UserCacheDir(); err == nil {
 		path = filepath.Join(dir, "fencecheck", name)
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(out, "compose: %s %s (linux/%s) from the cache, %s\n", m.Name, m.Version, archOrAmd64(goarch), path)
-			return m.keep(name, b), nil
-		}
 	}
+	b, release, err := fromCacheOrLock(ctx, path, m.Name+" "+m.Version+"'s compile", out)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		fmt.Fprintf(out, "compose: %s %s (linux/%s) from the cache, %s\n", m.Name, m.Version, archOrAmd64(goarch), path)
+		return m.keep(name, b), nil
+	}
+	defer release()
 	step := out.Begin(fmt.Sprintf("%s %s compile (go build)", m.Name, m.Version))
-	b, err := m.build(ctx, goarch, step)
+	b, err = m.build(ctx, goarch, step)
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/docker/docker/pkg/jsonmessage"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/internal/buildlock"
 )
 
 // The node image is built in two parts, so that a first run waits only
@@ -177,6 +178,13 @@ func EnsureCoreImage(ctx context.Context, cli *client.Client, progress io.Writer
 	if err != nil || exists {
 		return tag, err
 	}
+	exists, release, err := lockImage(ctx, nodeImageLock, "the node image "+tag, progress, func() (bool, error) {
+		return engine.ImageExists(ctx, cli, tag)
+	})
+	if err != nil || exists {
+		return tag, err
+	}
+	defer release()
 	return buildWithInterrupt(ctx, tag, func() (string, error) {
 		return buildCore(ctx, cli, tag, buildOutputOf(progress), true)
 	})
@@ -191,7 +199,14 @@ func EnsureImage(ctx context.Context, cli *client.Client, progress io.Writer) (s
 	if err != nil || exists {
 		return tag, err
 	}
-	return BuildImage(ctx, cli, progress)
+	exists, release, err := lockImage(ctx, nodeImageLock, "the node image "+tag, progress, func() (bool, error) {
+		return engine.ImageExists(ctx, cli, tag)
+	})
+	if err != nil || exists {
+		return tag, err
+	}
+	defer release()
+	return buildImage(ctx, cli, progress)
 }
 
 // BuildImage builds the core image and the node image on it and tags them
@@ -202,6 +217,16 @@ func EnsureImage(ctx context.Context, cli *client.Client, progress io.Writer) (s
 // host's mirror). Progress goes to progress (may be nil); a *BuildOutput
 // prints one line per step.
 func BuildImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
+	release, err := buildlock.Acquire(ctx, nodeImageLock, "the node image "+ImageTag(), progress)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	return buildImage(ctx, cli, progress)
+}
+
+// buildImage is BuildImage, its caller holding the node images' lock.
+func buildImage(ctx context.Context, cli *client.Client, progress io.Writer) (string, error) {
 	tag := ImageTag()
 	return buildWithInterrupt(ctx, tag, func() (string, error) {
 		out := buildOutputOf(progress)

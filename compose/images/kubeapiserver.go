@@ -68,17 +68,20 @@ func KubeAPIServerBinary(ctx context.Context, goarch string, progress io.Writer)
 		return b, nil
 	}
 	path := kubeAPIServerCachePath(goarch)
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(out, "compose: kube-apiserver %s (linux/%s) from the cache, %s\n", KubeAPIServerVersion, arch, path)
-			return kubeAPIServerKeep(arch, b), nil
-		}
+	b, release, err := fromCacheOrLock(ctx, path, "kube-apiserver's compile", out)
+	if err != nil {
+		return nil, err
 	}
+	if b != nil {
+		fmt.Fprintf(out, "compose: kube-apiserver %s (linux/%s) from the cache, %s\n", KubeAPIServerVersion, arch, path)
+		return kubeAPIServerKeep(arch, b), nil
+	}
+	defer release()
 	// A step like etcd's compile: a line with its time, a live line on a
 	// terminal, the go tool's output in the build log. The first compile
 	// takes minutes, and a run that printed nothing meanwhile looked hung.
 	step := out.Begin(fmt.Sprintf("kube-apiserver %s compile (go build, once: kept in the cache)", KubeAPIServerVersion))
-	b, err := buildKubeAPIServer(ctx, goarch, step)
+	b, err = buildKubeAPIServer(ctx, goarch, step)
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}
