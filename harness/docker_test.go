@@ -37,30 +37,67 @@ func dockerConfig(t *testing.T, backend, fencing string, nemesis ...string) Conf
 	}
 }
 
-// runDocker runs cfg and checks that the cluster is gone afterwards.
+// sharedClusters hands a finished test's cluster on, warm, to the next
+// test of this process that needs the same containers (harness.Clusters:
+// every process the last run started killed, every directory it wrote
+// emptied, the servers started from nothing), so the known answers of
+// one backend pay for their containers once, not per test. It keeps one
+// cluster idle: the tests of a backend stand together in their files. A
+// run that asks for a new cluster (power layer, clock faults, a server
+// image, FreshCluster) gets its own, as on the command line.
+var sharedClusters = NewClustersUpTo(1)
+
+// sharedTestIDs are the test ids of the runs that used sharedClusters:
+// once it is closed, nothing of theirs may be left (closeSharedClusters).
+var sharedTestIDs []string
+
+// closeSharedClusters removes the cluster kept idle and fails the test
+// process if any run through runDocker left something behind. TestMain
+// calls it after the last test.
+func closeSharedClusters() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := sharedClusters.Close(ctx); err != nil {
+		return fmt.Errorf("removing the clusters the tests shared: %w", err)
+	}
+	if len(sharedTestIDs) == 0 {
+		return nil
+	}
+	cli, err := engine.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	var left []string
+	for _, id := range sharedTestIDs {
+		objs, err := engine.List(ctx, cli, id)
+		if err != nil {
+			return err
+		}
+		for _, l := range objs {
+			left = append(left, l.String())
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("the Docker tests left behind: %s", strings.Join(left, "; "))
+	}
+	return nil
+}
+
+// runDocker runs cfg on a cluster shared with the tests before it where
+// one is warm (sharedClusters); what it leaves is checked once they are
+// all done.
 func runDocker(t *testing.T, cfg Config) *RunResult {
 	t.Helper()
-	out, err := Run(quiet(), cfg, testWriter{t})
+	out, err := runWith(quiet(), cfg, testWriter{t}, &runState{clusters: sharedClusters})
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cli, err := engine.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 	if out.TestID == "" {
 		t.Fatal("the outcome does not name its Docker test id")
 	}
-	left, err := engine.List(ctx, cli, out.TestID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range left {
-		t.Errorf("left behind: %s", l)
-	}
+	sharedTestIDs = append(sharedTestIDs, out.TestID)
+	t.Logf("docker cluster: %s", paramValue(out, "docker cluster"))
 	if _, err := os.Stat(filepath.Join(out.Dir, "logs")); err != nil {
 		t.Errorf("no server logs collected: %v", err)
 	}
