@@ -13,7 +13,7 @@ import (
 
 // A server that never becomes ready fails the wait within its bound, and
 // the error carries the tail of the server's log.
-func TestServerThatNeverStartsFailsWithItsLog(t *testing.T) {
+func TestDockerServerThatNeverStartsFailsWithItsLog(t *testing.T) {
 	ctx := context.Background()
 	cli := dockertest.Engine(t, engine.Connect)
 	image, err := images.EnsureImage(ctx, cli, nil)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -117,7 +119,7 @@ func startSocketProxy(t *testing.T) *socketProxy {
 	if h := os.Getenv("DOCKER_HOST"); strings.HasPrefix(h, "unix://") {
 		target = strings.TrimPrefix(h, "unix://")
 	} else if h != "" {
-		t.Skipf("DOCKER_HOST=%s is not a Unix socket, and the test puts a proxy in front of the engine's socket", h)
+		dockertest.Unavailable(t, "an engine on a Unix socket (the test puts a proxy in front of it)", fmt.Errorf("DOCKER_HOST=%s is not one", h))
 	}
 	// A short directory: socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "fcd")

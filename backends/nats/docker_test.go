@@ -28,8 +28,7 @@ func TestDockerNatsKnownAnswers(t *testing.T) {
 	// One cluster made, three short runs on it, and one on a cluster of
 	// the node image for Debian's build (about a minute more); the
 	// nats-server compile comes from the cache (`check image build --all`
-	// made it).
-	dockertest.Budget(t, 8*time.Minute)
+	// made it). Its budget is in internal/dockertest/budgets.go.
 	dockertest.Engine(t, engine.Connect)
 	agent := dockertest.CheckBinary(t)
 	clusters := harness.NewClustersUpTo(1)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/history/simulate"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
 // SIGINT during analyze stops the check, which has no workload to stop:
@@ -56,7 +57,7 @@ func TestSIGINTDuringAnalyzeIsUnknown(t *testing.T) {
 
 	fifo := filepath.Join(t.TempDir(), "history.jsonl")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("no named pipes here, and the test streams a history through one: %v", err)
+		dockertest.Unavailable(t, "a named pipe (the test streams a history through one)", err)
 	}
 	type result struct {
 		code     int

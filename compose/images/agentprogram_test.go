@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
 var testProgram = AgentProgram{Name: "check-kubernetes", Package: "./cmd/check-kubernetes", What: "the kubernetes agent, client-go's leader election"}
@@ -256,7 +258,7 @@ func TestModuleRootOfThisBuild(t *testing.T) {
 // The compile is a real `go build` of a main package in the module's
 // tree (a tiny one here), for linux/amd64, static, kept in the cache.
 func TestAgentProgramCompilesWithTheGoToolchain(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && !dockertest.CI() {
 		t.Skip("-short: compiles a program with the Go toolchain")
 	}
 	w := newLookupWorld(t)

@@ -13,10 +13,11 @@
 // It also starts a private sshd (SSHEngine) through which a test reaches
 // this machine's engine as a remote one, at ssh://root@127.0.0.1:PORT.
 //
-// Every Docker test has a time budget (Budget): CI's time is the
-// project's scarcest resource, so a test that grows past its budget fails
-// with its name and its time, rather than quietly pushing CI past its
-// limit. A test without its own budget gets DefaultBudget from Engine.
+// Every Docker test has a time budget, all of them in one table
+// (Budgets, budgets.go), watched while the test runs (budget.go): CI's
+// time is the project's scarcest resource, so a test that grows past its
+// budget fails with its name, its time and its budget, and a hung one is
+// ended minutes after its budget rather than at the package's timeout.
 //
 // It is test support: only _test.go files import it. It must never start
 // containers or clusters itself, nor hold anything a run depends on.
@@ -62,7 +63,7 @@ func Engine[C io.Closer](t testing.TB, connect func(context.Context) (C, error))
 	if testing.Short() && !CI() {
 		t.Skip("-short: Docker tests are not short")
 	}
-	defaultBudget(t)
+	watchBudget(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	cli, err := connect(ctx)
@@ -71,71 +72,6 @@ func Engine[C io.Closer](t testing.TB, connect func(context.Context) (C, error))
 	}
 	t.Cleanup(func() { cli.Close() })
 	return cli
-}
-
-// DefaultBudget is the time budget of a Docker test that sets none of its
-// own: a cluster, a short workload and the teardown, with room for a
-// 2-core machine running two test streams at once. Measured under a load
-// of 20–30 (2026-12-06, several developers' clusters beside CI's), the
-// slowest single tests took 3–4 min; 8 leaves room for that and still
-// fails a test that doubled.
-const DefaultBudget = 8 * time.Minute
-
-// budgets are the budgets of the tests running, by test.
-var budgets sync.Map // testing.TB → *budget
-
-type budget struct {
-	mu    sync.Mutex
-	start time.Time
-	limit time.Duration
-}
-
-// Budget gives test t a time budget of limit, counted from its first call
-// (or from Engine's, whichever came first) to the end of its cleanups: a
-// test that takes longer fails, naming itself, its time and its budget.
-// Budgets live beside the tests: call it first thing in a test whose
-// known answer needs more than DefaultBudget, and say why there. A budget
-// is about CI's time, not the code's speed: set it well above the time
-// measured on a loaded CI run (scripts/test prints each test's time).
-func Budget(t testing.TB, limit time.Duration) {
-	t.Helper()
-	b, loaded := budgets.LoadOrStore(t, &budget{start: time.Now(), limit: limit})
-	bt := b.(*budget)
-	if loaded {
-		bt.mu.Lock()
-		bt.limit = limit
-		bt.mu.Unlock()
-		return
-	}
-	t.Cleanup(func() {
-		budgets.Delete(t)
-		bt.mu.Lock()
-		limit := bt.limit
-		bt.mu.Unlock()
-		if took := time.Since(bt.start); took > limit {
-			t.Errorf("%s took %s, over its budget of %s: make it leaner (shorter workload, a shared cluster), or raise its dockertest.Budget beside it with the reason",
-				t.Name(), took.Round(time.Second), limit)
-		}
-	})
-}
-
-// extendBudget adds d to t's budget, for time t spent on what is not its
-// own (the node image built for the whole process).
-func extendBudget(t testing.TB, d time.Duration) {
-	if b, ok := budgets.Load(t); ok {
-		bt := b.(*budget)
-		bt.mu.Lock()
-		bt.limit += d
-		bt.mu.Unlock()
-	}
-}
-
-// defaultBudget gives t DefaultBudget unless it already has a budget.
-func defaultBudget(t testing.TB) {
-	t.Helper()
-	if _, ok := budgets.Load(t); !ok {
-		Budget(t, DefaultBudget)
-	}
 }
 
 // The binaries built by this test process, once each, in one directory.
@@ -248,12 +184,12 @@ func NodeImage[C any](t testing.TB, cli C, ensure func(context.Context, C, io.Wr
 		ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 		defer cancel()
 		start := time.Now()
-		nodeImage.tag, nodeImage.err = ensure(ctx, cli, LogWriter(t))
-		took := time.Since(start)
-		t.Logf("EnsureImage: %s in %s", nodeImage.tag, took.Round(time.Millisecond))
 		// The first test of a process pays for the image (minutes on a
 		// fresh machine): that is not the test's own time.
-		extendBudget(t, took)
+		OutsideBudget(t, func() {
+			nodeImage.tag, nodeImage.err = ensure(ctx, cli, LogWriter(t))
+		})
+		t.Logf("EnsureImage: %s in %s", nodeImage.tag, time.Since(start).Round(time.Millisecond))
 	})
 	if nodeImage.err != nil {
 		t.Fatalf("node image: %v", nodeImage.err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -35,19 +37,27 @@ const stream = `{"Action":"start","Package":"m/a"}
 {"Action":"fail","Package":"m/c","Elapsed":0}
 `
 
-func summarize(t *testing.T, in string) string {
+// summaryOf is the summary of the stream in, outside CI.
+func summaryOf(t *testing.T, in string) string {
 	t.Helper()
-	var out strings.Builder
-	s := newSummary(&out)
-	for _, l := range strings.Split(strings.TrimSuffix(in, "\n"), "\n") {
-		s.add(l)
+	out, _ := summaryAndVerdict(t, in, false)
+	return out
+}
+
+// summaryAndVerdict is the summary of the stream in, under CI=true if ci,
+// and whether it found the run green.
+func summaryAndVerdict(t *testing.T, in string, ci bool) (string, bool) {
+	t.Helper()
+	var out, errs strings.Builder
+	green := summarize(strings.NewReader(in), &out, &errs, ci, "")
+	if errs.Len() > 0 {
+		t.Errorf("testsummary's errors: %s", errs.String())
 	}
-	s.finish()
-	return out.String()
+	return out.String(), green
 }
 
 func TestSummaryKeepsWhatGoTestWouldPrint(t *testing.T) {
-	got := summarize(t, stream)
+	got := summaryOf(t, stream)
 	for _, want := range []string{
 		"ok  \tm/a\t43.1s\n",
 		"b_test.go:5: want 1, got 2\n", // a failed test's output
@@ -65,7 +75,7 @@ func TestSummaryKeepsWhatGoTestWouldPrint(t *testing.T) {
 }
 
 func TestSummaryTellsWhereTheTimeWent(t *testing.T) {
-	got := summarize(t, stream)
+	got := summaryOf(t, stream)
 	times := got[strings.Index(got, "== time per package"):]
 	if a, b := strings.Index(times, "m/a"), strings.Index(times, "m/b"); a < 0 || b < 0 || a > b {
 		t.Errorf("packages not slowest first:\n%s", times)
@@ -82,9 +92,9 @@ func TestSummaryTellsWhereTheTimeWent(t *testing.T) {
 }
 
 func TestSummaryClosingLineCountsAPackageThatDidNotBuild(t *testing.T) {
-	got := summarize(t, stream)
-	if !strings.HasSuffix(got, "\ntests: 1 passed, 2 failed, 1 skipped\n") {
-		t.Errorf("closing line wrong (1 passed; TestBroken and package m/c failed; 1 skipped):\n%s", got)
+	got := summaryOf(t, stream)
+	if !strings.HasSuffix(got, "\ntests: 2 passed, 2 failed, 1 skipped\n") {
+		t.Errorf("closing line wrong (TestSlow and its subtest passed; TestBroken and package m/c failed; 1 skipped):\n%s", got)
 	}
 	if !strings.Contains(got, "m/c (the package itself") {
 		t.Errorf("package m/c not named as failed:\n%s", got)
@@ -94,7 +104,7 @@ func TestSummaryClosingLineCountsAPackageThatDidNotBuild(t *testing.T) {
 // A package whose tests are split over two processes is one package in the
 // summary: its times added up, and failed if either half failed.
 func TestSummaryJoinsAPackageSplitOverTwoProcesses(t *testing.T) {
-	got := summarize(t, `{"Action":"start","Package":"m/h"}
+	got := summaryOf(t, `{"Action":"start","Package":"m/h"}
 {"Action":"pass","Package":"m/h","Test":"TestOne","Elapsed":60}
 {"Action":"output","Package":"m/h","Output":"ok  \tm/h\t61s\n"}
 {"Action":"pass","Package":"m/h","Elapsed":61}
@@ -111,5 +121,48 @@ func TestSummaryJoinsAPackageSplitOverTwoProcesses(t *testing.T) {
 	}
 	if !strings.Contains(got, "tests: 1 passed, 1 failed, 0 skipped") {
 		t.Errorf("closing count wrong:\n%s", got)
+	}
+}
+
+// A panic outside any test (in TestMain) is the package's failure, with
+// its cause.
+func TestSummaryNamesTheCauseOfAPackageThatDiedOutsideItsTests(t *testing.T) {
+	out, green := summaryAndVerdict(t, `{"Action":"start","Package":"m/d"}
+{"Action":"output","Package":"m/d","Output":"panic: TestMain could not reach the engine\n"}
+{"Action":"output","Package":"m/d","Output":"FAIL\tm/d\t0.1s\n"}
+{"Action":"fail","Package":"m/d","Elapsed":0.1}
+`, false)
+	if green || !strings.Contains(out, "  m/d (the package itself: its build or its TestMain): panic: TestMain could not reach the engine\n") {
+		t.Errorf("green=%v; the package's failure or its cause is missing:\n%s", green, out)
+	}
+}
+
+// Docker tests near their budget (internal/dockertest's Budgets) are
+// listed, and the times file carries each top test's budget.
+func TestSummaryListsTestsNearTheirBudget(t *testing.T) {
+	stream := `{"Action":"start","Package":"m/n"}
+{"Action":"pass","Package":"m/n","Test":"TestDockerNatsKnownAnswers","Elapsed":400}
+{"Action":"pass","Package":"m/n","Test":"TestDockerNatsKnownAnswers/sub","Elapsed":390}
+{"Action":"pass","Package":"m/n","Test":"TestDockerPause","Elapsed":60}
+{"Action":"pass","Package":"m/n","Elapsed":461}
+`
+	path := filepath.Join(t.TempDir(), "times.tsv")
+	var out, errs strings.Builder
+	if !summarize(strings.NewReader(stream), &out, &errs, true, path) {
+		t.Errorf("a green run was found red:\n%s%s", out.String(), errs.String())
+	}
+	got := out.String()
+	near := got[strings.Index(got, "== 1 tests over 80 % of their budget"):]
+	if !strings.Contains(near, "6m40s  m/n TestDockerNatsKnownAnswers: 83 % of its 8m0s\n") || strings.Contains(near, "TestDockerPause") || strings.Contains(near, "/sub") {
+		t.Errorf("tests near their budget wrong:\n%s", got)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"m/n\tTestDockerNatsKnownAnswers\t400.00\tpass\t480\n", "m/n\tTestDockerNatsKnownAnswers/sub\t390.00\tpass\t-\n", "m/n\tTestDockerPause\t60.00\tpass\t240\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("times file lacks %q:\n%s", want, b)
+		}
 	}
 }
