@@ -25,7 +25,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -34,13 +34,46 @@ import (
 // wait cancellable (a blocking flock is not).
 const poll = 500 * time.Millisecond
 
-// waited is the time this process has spent in Acquire while another
-// process held the lock, in nanoseconds.
-var waited atomic.Int64
+// waits is the time this process has spent in Acquire while another
+// process held the lock: done, the waits that ended, and the start of
+// each wait under way.
+var waits struct {
+	sync.Mutex
+	done    time.Duration
+	ongoing map[*time.Time]bool
+}
 
 // Waited is the time this process has spent so far waiting for builds
-// held by other processes. A caller measures a span by reading it twice.
-func Waited() time.Duration { return time.Duration(waited.Load()) }
+// held by other processes, the waits under way included. A caller
+// measures a span by reading it twice.
+func Waited() time.Duration {
+	waits.Lock()
+	defer waits.Unlock()
+	d := waits.done
+	for start := range waits.ongoing {
+		d += time.Since(*start)
+	}
+	return d
+}
+
+// startWait counts a wait from now on; the function it returns ends it.
+func startWait() (end func() time.Duration) {
+	start := time.Now()
+	waits.Lock()
+	if waits.ongoing == nil {
+		waits.ongoing = map[*time.Time]bool{}
+	}
+	waits.ongoing[&start] = true
+	waits.Unlock()
+	return func() time.Duration {
+		waits.Lock()
+		defer waits.Unlock()
+		delete(waits.ongoing, &start)
+		took := time.Since(start)
+		waits.done += took
+		return took
+	}
+}
 
 // Dir is where the lock files live: fencecheck's directory in the user's
 // cache, beside what the builds keep.
@@ -88,7 +121,7 @@ func Acquire(ctx context.Context, name, what string, progress io.Writer) (releas
 		return nil, fmt.Errorf("locking %s: %w", path, err)
 	}
 	if !ok {
-		start := time.Now()
+		end := startWait()
 		if progress != nil {
 			fmt.Fprintf(progress, "waiting for %s: %s is building it (lock %s)\n", what, holder(path), path)
 		}
@@ -97,19 +130,18 @@ func Acquire(ctx context.Context, name, what string, progress io.Writer) (releas
 		for !ok {
 			select {
 			case <-ctx.Done():
-				waited.Add(int64(time.Since(start)))
+				end()
 				f.Close()
 				return nil, fmt.Errorf("waiting for %s: %w", what, ctx.Err())
 			case <-t.C:
 			}
 			if ok, err = tryLock(f); err != nil {
-				waited.Add(int64(time.Since(start)))
+				end()
 				f.Close()
 				return nil, fmt.Errorf("locking %s: %w", path, err)
 			}
 		}
-		took := time.Since(start)
-		waited.Add(int64(took))
+		took := end()
 		if progress != nil {
 			fmt.Fprintf(progress, "waited %s for %s\n", took.Round(100*time.Millisecond), what)
 		}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/buildlock"
 )
 
 // A Docker test's budget (Budgets) is watched while the test runs, from
@@ -51,6 +53,10 @@ type watch struct {
 	since  time.Time           // when counting last started
 	timer  *time.Timer         // fires at the budget, while counting
 	over   bool                // past the budget: failed, and ending
+	// waitBase is buildlock.Waited when the watch began: what the
+	// process waited since then for builds held by other processes (the
+	// image build CI runs beside the tests) is not the test's own time.
+	waitBase time.Duration
 }
 
 // watches are the top tests' watches, by name; watchesMu guards them and
@@ -80,7 +86,7 @@ func watchBudget(t testing.TB) {
 	// The top test calling again under another *testing.T is a new run of
 	// it (go test -count=N): its budget starts afresh.
 	if w == nil || (!sub && w.top != nil && w.top != t && len(w.users) == 0) {
-		w = &watch{name: top, limit: limit, users: map[testing.TB]bool{}}
+		w = &watch{name: top, limit: limit, users: map[testing.TB]bool{}, waitBase: buildlock.Waited()}
 		watches[top] = w
 	}
 	if !sub {
@@ -150,6 +156,14 @@ func (w *watch) expire() {
 	defer watchesMu.Unlock()
 	if w.over || !w.counting() || w.elapsed() < w.limit {
 		return // stopped, or a timer armed before the count stopped
+	}
+	// A wait for another process's build (buildlock) is not the test's
+	// own time: the budget is moved on by it, and watched again then.
+	if waited := buildlock.Waited() - w.waitBase; waited > 0 {
+		w.waitBase += waited
+		w.spent -= waited
+		w.timer = time.AfterFunc(w.limit-w.elapsed(), w.expire)
+		return
 	}
 	w.over = true
 	// The deepest test running is told; the failure reaches its parents.

@@ -1,6 +1,7 @@
 package dockertest
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/fencecheck/fencecheck/internal/buildlock"
 )
 
 // recorder is a testing.TB that keeps what it was told, so a budget's
@@ -261,5 +264,40 @@ func TestEveryDockerTestHasABudget(t *testing.T) {
 	}
 	if len(gone) > 0 {
 		t.Errorf("Budgets names tests that no longer exist: remove them:\n  %s", strings.Join(gone, "\n  "))
+	}
+}
+
+// A wait for another process's build (internal/buildlock: the image
+// build CI runs beside the tests) is not counted: a test that waited
+// longer than its budget for a compile, then ran briefly, passes.
+func TestBudgetDoesNotCountWaitsForAnotherProcesssBuild(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	withBudget(t, "TestDockerWaits", 150*time.Millisecond, time.Minute, func(msg string) { t.Errorf("process ended: %s", msg) })
+	holder, err := buildlock.Acquire(context.Background(), "etcd-3.5", "etcd 3.5's compile", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &recorder{TB: t, name: "TestDockerWaits"}
+	watchBudget(r)
+	time.AfterFunc(600*time.Millisecond, holder)
+	release, err := buildlock.Acquire(context.Background(), "etcd-3.5", "etcd 3.5's compile", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	time.Sleep(50 * time.Millisecond) // the test's own work
+	r.finish()
+	if errs := r.said(); len(errs) != 0 {
+		t.Errorf("a test that waited 600 ms for another's build failed its 150 ms budget: %q", errs)
+	}
+	// And a test that then goes past its budget of its own still fails.
+	r2 := &recorder{TB: t, name: "TestDockerWaits"}
+	withBudget(t, "TestDockerWaits", 50*time.Millisecond, time.Minute, func(string) {})
+	watchBudget(r2)
+	time.Sleep(200 * time.Millisecond)
+	r2.finish()
+	if errs := r2.said(); len(errs) != 1 {
+		t.Errorf("a test 150 ms past its own 50 ms budget: errors %q, want one", errs)
 	}
 }
