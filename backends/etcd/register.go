@@ -38,7 +38,9 @@ func init() {
 					return "", err
 				}
 				return r.ProxyAnswer(ctx)
-			}},
+			},
+			// TestDockerEtcdExactReleaseOnOneMember's.
+			Prepared: []string{"3.5.4"}},
 		// One member is a cluster of one, as etcd's own single-node bugs
 		// (14370) need; the faults that need more servers say so.
 		Nodes: []int{1, 3, 5},
