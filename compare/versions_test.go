@@ -45,7 +45,7 @@ func TestExpandServerVersionsRefusals(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.3"}}, `backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7)`},
+		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.3"}}, `backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7, or an exact etcd release`},
 		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.5", "3.5"}}, "3.5 is listed twice"},
 		{Spec{Backends: []string{"zookeeper", "redis"}, ServerVersions: []string{"3.5"}}, "no backend of the matrix has several server builds"},
 	} {
@@ -58,5 +58,25 @@ func TestExpandServerVersionsRefusals(t *testing.T) {
 		if !errors.As(err, &ue) || ue.Flag != "server-versions" {
 			t.Errorf("%v: error %v does not name --server-versions", tc.spec.ServerVersions, err)
 		}
+	}
+}
+
+// An exact release is a row of its own, beside a named build; one
+// that is not a release is refused with what is taken.
+func TestExpandServerVersionsTakesExactReleases(t *testing.T) {
+	m, err := Expand(Spec{Backends: []string{"etcd:mutex"}, Fencing: []string{"none"}, ServerVersions: []string{"3.5.4", "3.5"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range m.Rows {
+		got = append(got, r.ServerVersion)
+	}
+	if strings.Join(got, ",") != "3.5.4,3.5" {
+		t.Errorf("rows %v, want 3.5.4 and 3.5", got)
+	}
+	_, err = Expand(Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.4.23"}})
+	if err == nil || !strings.Contains(err.Error(), "or an exact etcd release from 3.5.0 on") {
+		t.Errorf("3.4.23: %v", err)
 	}
 }

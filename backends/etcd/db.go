@@ -61,7 +61,7 @@ func TTLSeconds(ttl time.Duration) (secs int, clamped bool) {
 
 // DB runs etcd on the server nodes as one static cluster.
 type DB struct {
-	Version string // a key of Versions
+	Version string // a key of Versions, or an exact release (images.EtcdRelease)
 	TestID  string
 	// UnsafeNoFsync runs the servers with --unsafe-no-fsync.
 	UnsafeNoFsync bool
@@ -71,7 +71,15 @@ type DB struct {
 	ips           map[string]string
 }
 
-func (d *DB) binary() string { return Versions[d.Version] }
+// binary is the server's path in the nodes: Versions' for a named
+// build, /usr/local/bin/etcd-3.5.4 for an exact release (compiled for
+// the run, as 3.5 and 3.7 are).
+func (d *DB) binary() string {
+	if images.IsEtcdRelease(d.Version) {
+		return "/usr/local/bin/" + images.EtcdBinaryName(d.Version)
+	}
+	return Versions[d.Version]
+}
 
 // Prepare compiles (or finds in the cache) an on-demand build before the
 // cluster exists, so the minute it may take shows in the image phase with
