@@ -177,14 +177,17 @@ func (r Release) Binary(ctx context.Context, goarch string, progress io.Writer) 
 	}
 	out := buildOutputOf(progress)
 	path := r.cachePath(goarch)
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(out, "compose: %s (linux/%s) from the cache, %s\n", r, archOrAmd64(goarch), path)
-			return r.keep(name, b), nil
-		}
+	b, release, err := fromCacheOrLock(ctx, path, fmt.Sprintf("%s's compile", r), out)
+	if err != nil {
+		return nil, err
 	}
+	if b != nil {
+		fmt.Fprintf(out, "compose: %s (linux/%s) from the cache, %s\n", r, archOrAmd64(goarch), path)
+		return r.keep(name, b), nil
+	}
+	defer release()
 	step := out.Begin(fmt.Sprintf("%s compile (go mod tidy, go build)", r))
-	b, err := r.build(ctx, goarch, step)
+	b, err = r.build(ctx, goarch, step)
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}
