@@ -57,6 +57,9 @@ type Run struct {
 	Exposures    *models.Exposures
 	Facts        models.RunFacts
 	MinExposures int
+	// Agreement is what the servers held at the end (models.Agreement);
+	// nil when they were not asked.
+	Agreement *models.Agreement
 }
 
 // Settle is the run's verdict. Per-key results are kept as the check
@@ -64,6 +67,7 @@ type Run struct {
 // not finish is unknown, as the run is.
 func Settle(r Run) models.Result {
 	res := namedCause(r)
+	res = withAgreement(res, r.Agreement)
 	res = finished(res, r.Unfinished, r.Failed, r.CheckSkipped)
 	if r.Exposures != nil {
 		x := *r.Exposures
