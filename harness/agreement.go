@@ -45,8 +45,10 @@ func (r *run) askAgreement() *models.ServiceState {
 		switch {
 		case m.Error != "":
 			r.logTo(false, "agreement: %s did not answer: %s", m.Node, m.Error)
+		case m.Detail != "":
+			r.logTo(false, "agreement: %s holds %q (%s)", m.Node, m.State, m.Detail)
 		default:
-			r.logTo(false, "agreement: %s holds %s (%s)", m.Node, m.State, m.Detail)
+			r.logTo(false, "agreement: %s holds %q", m.Node, m.State)
 		}
 	}
 	for _, c := range st.Counters {

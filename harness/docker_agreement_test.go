@@ -63,3 +63,26 @@ func TestDockerAgreementEtcd(t *testing.T) {
 		t.Errorf("report.html has no agreement: %v", err)
 	}
 }
+
+// NATS under power-loss-all with its default sync (an fsync every two
+// minutes): every server loses the bucket's unsynced stream metadata and
+// drops the stream, so nothing is granted after the cut. The run used to
+// be valid for that; the service has lost every revision it handed out,
+// and the agreement says so: invalid.
+func TestDockerNatsPowerLossAllDefaultSyncIsInvalid(t *testing.T) {
+	cfg := powerConfig(t, "nats", "power-loss-all")
+	start := time.Now()
+	out := runDocker(t, cfg)
+	t.Logf("%s in %s: %s", out.Result.Verdict, time.Since(start).Round(time.Second), out.Result.Explanation)
+	if n := nemesisEvents(t, out, "power-loss-all"); n == 0 {
+		t.Fatalf("no power cut took effect (store %s)", out.Dir)
+	}
+	a := out.Result.Agreement
+	if a == nil {
+		t.Fatalf("the servers were not asked what they hold (store %s)", out.Dir)
+	}
+	wantDocker(t, out, models.Invalid)
+	if a.Verdict != models.Invalid || len(a.Counters) != 1 || !a.Counters[0].WentBack || a.Counters[0].Acknowledged == 0 {
+		t.Fatalf("agreement %s: %s; counters %+v", a.Verdict, a.Explanation, a.Counters)
+	}
+}

@@ -64,7 +64,7 @@ type CounterCheck struct {
 	// keys (0 when none carried one); AckProcess, AckKey and AckTime (its
 	// return, ns) say which grant.
 	Acknowledged uint64 `json:"acknowledged"`
-	AckProcess   int    `json:"ack_process,omitempty"`
+	AckProcess   int    `json:"ack_process"`
 	AckKey       string `json:"ack_key,omitempty"`
 	AckTime      int64  `json:"ack_time,omitempty"`
 	// WentBack: the counter is gone, or below Acknowledged.
@@ -215,17 +215,15 @@ func (c CounterCheck) text() string {
 	if c.Node != "" {
 		on = " on " + c.Node
 	}
-	ack := "though the service had granted locks"
-	if c.Acknowledged > 0 {
-		ack = fmt.Sprintf("token %d, acknowledged at %s (to process %d on key %s)", c.Acknowledged, secs(c.AckTime), c.AckProcess, c.AckKey)
-	}
 	if c.Gone != "" {
+		s := fmt.Sprintf("the service lost its token counter: %s%s is gone (%s)", c.What, on, c.Gone)
 		if c.Acknowledged > 0 {
-			ack = "it had acknowledged " + ack
+			s += fmt.Sprintf(", though it had acknowledged token %d at %s (to process %d on key %s)", c.Acknowledged, secs(c.AckTime), c.AckProcess, c.AckKey)
 		}
-		return fmt.Sprintf("the service lost its token counter: %s%s (%s), though %s", c.What, on, c.Gone, strings.TrimPrefix(ack, "though "))
+		return s
 	}
-	return fmt.Sprintf("the service's token counter went back: %s is %d%s, below %s", c.What, c.Value, on, ack)
+	return fmt.Sprintf("the service's token counter went back: %s is %d%s, below token %d, acknowledged at %s (to process %d on key %s)",
+		c.What, c.Value, on, c.Acknowledged, secs(c.AckTime), c.AckProcess, c.AckKey)
 }
 
 // Short is the agreement as a summary line says it.

@@ -51,7 +51,7 @@ func TestAgreementBucketGone(t *testing.T) {
 	if a.Verdict != Invalid || !a.Counters[0].WentBack {
 		t.Fatalf("got %s: %s", a.Verdict, a.Explanation)
 	}
-	want := "the service lost its token counter: the lock bucket fencecheck (stream KV_fencecheck) (no server that answered holds the stream KV_fencecheck), though it had acknowledged token 12, acknowledged at 2.10 s (to process 1 on key k0)"
+	want := "the service lost its token counter: the lock bucket fencecheck (stream KV_fencecheck) is gone (no server that answered holds the stream KV_fencecheck), though it had acknowledged token 12 at 2.10 s (to process 1 on key k0)"
 	if a.Explanation != want {
 		t.Errorf("explanation\n%s\nwant\n%s", a.Explanation, want)
 	}

@@ -14,6 +14,10 @@ import (
 const AgreementQuery = "each server's own replica of the bucket's stream " + StreamName +
 	" (GET /jsz?accounts=true&streams=true on its monitoring port): its first and last sequence and message count"
 
+// goneAfter is how long every server must say it holds no stream before
+// the bucket is taken as gone.
+const goneAfter = 3 * time.Second
+
 // replica is one server's replica of the bucket's stream; held is false
 // when the server answered and holds none.
 type replica struct {
@@ -37,6 +41,10 @@ func (r replica) state() string {
 // revision it had handed out.
 func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
+	// A stream no server holds is taken as gone only once every server
+	// has said so for goneAfter: a server still loading its streams after
+	// a restart must not read as a loss.
+	var goneSince time.Time
 	reps, errs := backends.Settle(ctx, nodes, 2*time.Second, func(ctx context.Context, n string) (replica, error) {
 		body, err := backends.HTTPGetInNode(ctx, c, n, MonitorPort, "/jsz?accounts=true&streams=true")
 		if err != nil {
@@ -46,8 +54,15 @@ func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (b
 	}, func(reps []replica, errs []error) bool {
 		for i := range reps {
 			if errs[i] != nil || reps[i] != reps[0] {
+				goneSince = time.Time{}
 				return false
 			}
+		}
+		if !reps[0].held {
+			if goneSince.IsZero() {
+				goneSince = time.Now()
+			}
+			return time.Since(goneSince) >= goneAfter
 		}
 		return true
 	})
