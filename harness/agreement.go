@@ -12,7 +12,7 @@ import (
 // How long the members get to settle and answer at the end of a run: a
 // follower catching up, a restarted server replaying its log. One that
 // has not answered by then is recorded as silent.
-const agreementWait = 20 * time.Second
+const agreementWait = 12 * time.Second
 
 // stateAsker is a system whose servers can say what they hold at the end
 // of a run.

@@ -27,7 +27,7 @@ const AgreementQuery = "each member's revision (maintenance Status), then HashKV
 // from inside the node, as Primary's do.
 func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
-	revs, errs := backends.Settle(ctx, nodes, 5*time.Second, func(ctx context.Context, n string) (int64, error) {
+	revs, errs := backends.Settle(ctx, nodes, 4*time.Second, func(ctx context.Context, n string) (int64, error) {
 		return memberRevision(ctx, c, n)
 	}, func(revs []int64, errs []error) bool {
 		for i := range revs {
