@@ -215,6 +215,8 @@ type run struct {
 	checkTime time.Duration
 	// servers is what the servers said they are (nil when not asked).
 	servers *reports.Servers
+	// state is what the servers held at the end (nil when not asked).
+	state *models.ServiceState
 	// endedBy says what ended the workload (phasesDone.endedBy).
 	endedBy string
 }
@@ -320,6 +322,9 @@ func (r *run) setUpAndRun() {
 	// question short.
 	r.marks.mark("versions")
 	r.servers = r.askServers()
+	if r.err == nil && done.incomplete == "" && !done.interrupted {
+		r.state = r.askAgreement()
+	}
 	r.out.Interrupted, r.out.Incomplete = done.interrupted, done.incomplete
 	r.endedBy = done.endedBy
 	if r.out.Incomplete != "" {
@@ -407,7 +412,7 @@ func (r *run) check() {
 	x := models.CountExposures(r.events)
 	out.Result = verdict.Settle(verdict.Run{
 		Check: checked, Ops: r.ops, Unfinished: out.Incomplete, Failed: runErrText, CheckSkipped: r.sig.Abort.Err() != nil,
-		Exposures: &x, MinExposures: cfg.MinExposures,
+		Exposures: &x, MinExposures: cfg.MinExposures, Agreement: agreementOf(r.state, r.ops),
 		Facts: models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))},
 	})
 	if r.live.foundViolation() && out.Result.Verdict == models.Valid {

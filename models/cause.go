@@ -45,11 +45,11 @@ func StaleWriteFirst(res Result, ops []history.Op) Result {
 			}
 		}
 		k.Explanation = neverTookEffect(ops, k.Explanation, k.Culprits)
-		if first == "" {
+		// The run's sentence is the key's whose violation came first
+		// (verdictOf), not necessarily the first invalid key's.
+		if first == "" && strings.HasPrefix(res.Explanation, old) {
 			first = old
-			if strings.HasPrefix(res.Explanation, old) {
-				res.Explanation = k.Explanation + strings.TrimPrefix(res.Explanation, old)
-			}
+			res.Explanation = k.Explanation + strings.TrimPrefix(res.Explanation, old)
 		}
 	}
 	return res

@@ -44,6 +44,9 @@ type KeyResult struct {
 
 	info  *porcupine.LinearizationInfo
 	model porcupine.Model
+	// at is when an invalid key's violation happened (ns; 0 when not
+	// known): the run names the key whose violation came first.
+	at int64
 }
 
 // Visualize writes porcupine's own visualization of this key, if the
@@ -67,6 +70,9 @@ type Result struct {
 	// Exposures are the moments safety was at stake (exposure.go); nil
 	// until WithExposures counts them.
 	Exposures *Exposures `json:"exposures,omitempty"`
+	// Agreement is what the servers held at the end (agreement.go); nil
+	// when they were not asked.
+	Agreement *Agreement `json:"agreement,omitempty"`
 }
 
 // Options tune a check.
@@ -183,15 +189,21 @@ func verdictOf(res Result, storageOps int) Result {
 	}
 	switch res.Verdict {
 	case Invalid:
-		n := 0
-		for _, k := range res.Keys {
-			if k.Verdict == Invalid {
-				if n == 0 {
-					res.Explanation = k.Explanation
-				}
-				n++
+		// The run is told by the violation that came first in time (a
+		// failover that took every key's counter back is named by the first
+		// token that went down, not by the key first in name order); keys
+		// whose time is not known come in name order after those whose is.
+		n, first := 0, -1
+		for i, k := range res.Keys {
+			if k.Verdict != Invalid {
+				continue
+			}
+			n++
+			if first < 0 || (k.at != 0 && (res.Keys[first].at == 0 || k.at < res.Keys[first].at)) {
+				first = i
 			}
 		}
+		res.Explanation = res.Keys[first].Explanation
 		if n > 1 {
 			res.Explanation += fmt.Sprintf(" (and %d more %s invalid)", n-1, words.Noun(n-1, "key"))
 		}

@@ -47,7 +47,10 @@ import (
 // After crash counts the contradicted grants whose contradiction has a
 // crash between (Crash): a fault that stopped a server's process began
 // after the acknowledged grant returned and before the contradicting one
-// returned.
+// returned. After failover counts, apart, those with no crash between but
+// a failover of the lock service's own (a replica promoted: no process
+// stopped, and what it had not received is lost all the same). A failover
+// is never called a crash.
 
 // Contradiction kinds.
 const (
@@ -79,6 +82,10 @@ type Contradiction struct {
 	Crash          string `json:"crash,omitempty"`
 	CrashTime      int64  `json:"crash_time,omitempty"`
 	CrashesBetween int    `json:"crashes_between,omitempty"`
+	// Failover names the first failover between the two ("failover to
+	// n3") when no crash was, and FailoverTime is when it began (ns).
+	Failover     string `json:"failover,omitempty"`
+	FailoverTime int64  `json:"failover_time,omitempty"`
 }
 
 // ContradictionCounts are the contradicted grants of a key or of a run.
@@ -94,6 +101,9 @@ type ContradictionCounts struct {
 	// AfterCrash counts the contradicted grants with a crash between them
 	// and a grant they contradict.
 	AfterCrash int `json:"after_crash"`
+	// AfterFailover counts the other contradicted grants with a failover
+	// of the lock service's own between them and a grant they contradict.
+	AfterFailover int `json:"after_failover"`
 }
 
 // Add pools other into c.
@@ -103,6 +113,7 @@ func (c *ContradictionCounts) Add(o ContradictionCounts) {
 	c.GrantedTwice += o.GrantedTwice
 	c.WentDown += o.WentDown
 	c.AfterCrash += o.AfterCrash
+	c.AfterFailover += o.AfterFailover
 }
 
 // KeyContradictions are one key's counts.
@@ -126,17 +137,24 @@ type Contradictions struct {
 }
 
 // crashFaults are the faults that stop a lock server's process, so that
-// it keeps only what it had made durable (or, for a failover, what the
-// promoted replica had): the nemesis words and the event a lock service's
-// own failover is recorded as.
-var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "failover"}
+// it keeps only what it had made durable: the nemesis words.
+var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all"}
+
+// FailoverEvent is the event a lock service's own failover is recorded
+// as (a replica promoted by the service, harness.FailoverEvent): not a
+// crash, though the promoted replica keeps only what it had received.
+const FailoverEvent = "failover"
+
+// losesGrants reports whether a fault of history f can take an
+// acknowledged grant with it: a crash or a failover.
+func losesGrants(f string) bool { return Crash(f) || f == FailoverEvent }
 
 // CrashFaults lists the faults Crash holds to be crashes.
 func CrashFaults() []string { return slices.Clone(crashFaults) }
 
 // Crash reports whether a fault of history f stops a server's process:
-// a kill, a power loss or a failover. Such a fault can take with it what
-// the lock service acknowledged and never made durable.
+// a kill or a power loss. Such a fault can take with it what the lock
+// service acknowledged and never made durable. A failover is not one.
 func Crash(f string) bool { return slices.Contains(crashFaults, f) }
 
 // crashText names a crash: "power-loss on n2", "the failover to n3".
@@ -155,9 +173,15 @@ func crashText(f history.Fault) string {
 // crashesBetween are the crashes that began strictly after t1 and before
 // t3, in order.
 func crashesBetween(faults []history.Fault, t1, t3 int64) []history.Fault {
+	return faultsBetween(faults, t1, t3, Crash)
+}
+
+// faultsBetween are the faults of a kind that began strictly after t1 and
+// before t3, in order.
+func faultsBetween(faults []history.Fault, t1, t3 int64, kind func(string) bool) []history.Fault {
 	var out []history.Fault
 	for _, f := range faults {
-		if Crash(f.F) && f.Start > t1 && f.Start < t3 {
+		if kind(f.F) && f.Start > t1 && f.Start < t3 {
 			out = append(out, f)
 		}
 	}
@@ -207,13 +231,16 @@ func keyContradictions(key string, grants []*history.Op, faults []history.Fault)
 	var c ContradictionCounts
 	var list []Contradiction
 	contradicted := map[*history.Op]bool{}
-	crashed := map[*history.Op]bool{}
+	crashed, failedOver := map[*history.Op]bool{}, map[*history.Op]bool{}
 	note := func(kind string, a, b *history.Op) {
 		x := Contradiction{Key: key, Kind: kind, Token: a.Token, Process: a.Process, Op: a.InvokeIndex, Time: a.Return,
 			LaterToken: b.Token, LaterProcess: b.Process, LaterOp: b.InvokeIndex, LaterTime: b.Return}
 		if cs := crashesBetween(faults, a.Return, b.Return); len(cs) > 0 {
 			x.Crash, x.CrashTime, x.CrashesBetween = crashText(cs[0]), cs[0].Start, len(cs)
 			crashed[b] = true
+		} else if fs := faultsBetween(faults, a.Return, b.Return, func(f string) bool { return f == FailoverEvent }); len(fs) > 0 {
+			x.Failover, x.FailoverTime = crashText(fs[0]), fs[0].Start
+			failedOver[b] = true
 		}
 		contradicted[b] = true
 		list = append(list, x)
@@ -253,7 +280,12 @@ func keyContradictions(key string, grants []*history.Op, faults []history.Fault)
 			note(WentDown, top, g)
 		}
 	}
-	c.Grants, c.Contradicted, c.AfterCrash = len(grants), len(contradicted), len(crashed)
+	for b := range failedOver {
+		if crashed[b] {
+			delete(failedOver, b) // a crash between it and another grant names it
+		}
+	}
+	c.Grants, c.Contradicted, c.AfterCrash, c.AfterFailover = len(grants), len(contradicted), len(crashed), len(failedOver)
 	return c, list
 }
 
@@ -273,6 +305,9 @@ func (c ContradictionCounts) Text() string {
 	}
 	if c.AfterCrash > 0 {
 		s += fmt.Sprintf("; %d after a crash", c.AfterCrash)
+	}
+	if c.AfterFailover > 0 {
+		s += fmt.Sprintf("; %d after a failover", c.AfterFailover)
 	}
 	return s + ")"
 }
@@ -309,7 +344,7 @@ func (c ContradictionCounts) breakdown() string {
 // other returned (Crash). Without a crash between, or for any other
 // violation, the sentence stays as it was; no verdict changes.
 func CrashFirst(res Result, ops []history.Op, faults []history.Fault) Result {
-	if res.Verdict != Invalid || !slices.ContainsFunc(faults, func(f history.Fault) bool { return Crash(f.F) }) {
+	if res.Verdict != Invalid || !slices.ContainsFunc(faults, func(f history.Fault) bool { return losesGrants(f.F) }) {
 		return res
 	}
 	res.Keys = slices.Clone(res.Keys)
@@ -323,11 +358,9 @@ func CrashFirst(res Result, ops []history.Op, faults []history.Fault) Result {
 		if msg, ok := crashStory(ops, faults, k.Culprits, old); ok {
 			k.Explanation = msg
 		}
-		if first {
+		if first && strings.HasPrefix(res.Explanation, old) {
 			first = false
-			if strings.HasPrefix(res.Explanation, old) {
-				res.Explanation = k.Explanation + strings.TrimPrefix(res.Explanation, old)
-			}
+			res.Explanation = k.Explanation + strings.TrimPrefix(res.Explanation, old)
 		}
 	}
 	return res
@@ -360,16 +393,25 @@ func crashStory(ops []history.Op, faults []history.Fault, blamed []int64, old st
 	case a.Token < b.Token:
 		a, b = b, a
 	}
+	// A crash between names the loss; with none, the service's own
+	// failover does.
 	cs := crashesBetween(faults, a.Return, b.Return)
+	if len(cs) == 0 {
+		cs = faultsBetween(faults, a.Return, b.Return, func(f string) bool { return f == FailoverEvent })
+	}
 	if len(cs) == 0 {
 		return "", false
 	}
 	crash := fmt.Sprintf("the %s at %s", crashText(cs[0]), secs(cs[0].Start))
+	one, many := "crash", "crashes"
+	if cs[0].F == FailoverEvent {
+		one, many = "failover", "failovers"
+	}
 	switch n := len(cs) - 1; {
 	case n == 1:
-		crash += " (or the crash after it)"
+		crash += fmt.Sprintf(" (or the %s after it)", one)
 	case n > 1:
-		crash += fmt.Sprintf(" (or one of the %d crashes after it)", n)
+		crash += fmt.Sprintf(" (or one of the %d %s after it)", n, many)
 	}
 	s := fmt.Sprintf("token %d was acknowledged at %s (to process %d), %s lost it, and ", a.Token, secs(a.Return), a.Process, crash)
 	if a.Token == b.Token {

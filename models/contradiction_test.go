@@ -228,16 +228,40 @@ func TestCrashFirstTellsTheLoss(t *testing.T) {
 }
 
 // The crashes are faults the nemesis registry has (checked in harness,
-// which sees both), and nothing else.
+// which sees both), and nothing else: a failover is not one.
 func TestCrash(t *testing.T) {
-	for _, f := range []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "failover"} {
+	for _, f := range []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all"} {
 		if !Crash(f) {
 			t.Errorf("%s is no crash", f)
 		}
 	}
-	for _, f := range []string{"pause", "pause-server", "pause-all", "partition", "clock-jump", ""} {
+	// A failover of the service's own stops no process: it loses grants
+	// (losesGrants) but is never named a crash.
+	if !losesGrants(FailoverEvent) {
+		t.Error("a failover loses no grant")
+	}
+	for _, f := range []string{FailoverEvent, "pause", "pause-server", "pause-all", "partition", "clock-jump", ""} {
 		if Crash(f) {
 			t.Errorf("%s is a crash", f)
 		}
 	}
+}
+
+// A Sentinel failover with no crash: the redis-py run of issue 55, where
+// the clients moved to a promoted replica whose counter was hundreds
+// behind. The contradicted grants are counted after a failover, never
+// after a crash; a crash between names the grant as a crash's.
+func TestContradictionsAfterAFailover(t *testing.T) {
+	ops := []history.Op{grant(1, 448, 0, 1, 0), grant(2, 35, 5, 6, 2), grant(3, 36, 7, 8, 4)}
+	failover := history.Fault{F: FailoverEvent, Nodes: []string{"n3"}, Start: 3e9, End: 4e9}
+	x := CountContradictions(ops, []history.Fault{failover})
+	wantContradictions(t, x, ContradictionCounts{Contradicted: 2, WentDown: 2, AfterFailover: 2})
+	if c := x.List[0]; c.Crash != "" || c.Failover != "failover to n3" || c.FailoverTime != 3e9 || c.Token != 448 || c.LaterToken != 35 {
+		t.Errorf("first contradiction %+v", c)
+	}
+	if got, want := x.Text(), "2 of 3 acknowledged grants were contradicted (2 tokens went down; 2 after a failover)"; got != want {
+		t.Errorf("text %q, want %q", got, want)
+	}
+	x = CountContradictions(ops, []history.Fault{failover, {F: "kill", Nodes: []string{"n1"}, Start: 6.5e9, End: 6.8e9}})
+	wantContradictions(t, x, ContradictionCounts{Contradicted: 2, WentDown: 2, AfterCrash: 1, AfterFailover: 1})
 }

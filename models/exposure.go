@@ -46,6 +46,14 @@ import (
 //     (fail, lease-lost).
 //   - unknown: a late op's outcome is unknown (info).
 //
+// A holder no newer grant superseded, whose token went down (the service
+// handed it out below one it had already granted: a counter lost in a
+// crash or a failover), is not superseded, and the storage refuses its
+// ops because of the service's lost counter. Such refusals are counted
+// apart (RefusedWentBack), beside the contradicted grants, not as
+// exposures: they would make the bound read as if the lock had been
+// tested that many times.
+//
 // Late ops that harmed nothing and tested nothing are counted apart, not
 // as exposures: a late write that reached the storage before any newer
 // term's op did (nothing newer to fence against), or one that failed for
@@ -104,6 +112,13 @@ type ExposureCounts struct {
 	// OutlivedIdle counts superseded holders that sent no late op: two
 	// holders at once with nothing at stake.
 	OutlivedIdle int `json:"outlived_idle"`
+	// RefusedWentBack counts holders that no newer grant superseded, whose
+	// token the service had handed out below one it had already granted
+	// (a token that went down), and whose ops the storage refused for
+	// it: the fence at work, but against the service's own lost counter,
+	// not a superseded holder's late op. They go with the contradicted
+	// grants; the bound counts exposures only.
+	RefusedWentBack int `json:"refused_went_back"`
 }
 
 // Add pools other into c: the counts of several runs are their sums.
@@ -115,6 +130,7 @@ func (c *ExposureCounts) Add(o ExposureCounts) {
 	c.Unknown += o.Unknown
 	c.Harmless += o.Harmless
 	c.OutlivedIdle += o.OutlivedIdle
+	c.RefusedWentBack += o.RefusedWentBack
 }
 
 // Decided is the exposures whose outcome is known: the trials a bound on
@@ -186,7 +202,10 @@ func (c ExposureCounts) Text() string {
 	if c.Exposures == 0 {
 		s := "no holder outlived its lease and then acted"
 		if c.OutlivedIdle > 0 || c.Harmless > 0 {
-			s = fmt.Sprintf("no superseded holder's late op met a newer holder's at the storage (%s)", c.asideText())
+			s = "no superseded holder's late op met a newer holder's at the storage"
+		}
+		if aside := c.asideText(); aside != "" {
+			s += " (" + aside + ")"
 		}
 		return s
 	}
@@ -261,7 +280,23 @@ func (c ExposureCounts) asideText() string {
 	if c.Harmless > 0 {
 		parts = append(parts, fmt.Sprintf("%s late op reached the storage ahead of the newer holder or failed on its own", words.PluralOf(c.Harmless, "holder's", "holders'")))
 	}
+	if c.RefusedWentBack > 0 {
+		parts = append(parts, c.WentBackText())
+	}
 	return strings.Join(parts, "; ")
+}
+
+// WentBackText says the refusals of tokens that went back, apart from the
+// exposures: "the storage refused 843 holders whose token the service had
+// handed out below one it had already granted (not exposures: counted
+// with the contradicted grants, not in the bound)"; "" when there were
+// none.
+func (c ExposureCounts) WentBackText() string {
+	if c.RefusedWentBack == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the storage refused %s whose token the service had handed out below one it had already granted (not exposures: counted with the contradicted grants, not in the bound)",
+		words.PluralOf(c.RefusedWentBack, "holder", "holders"))
 }
 
 // Short is the exposures as a compare cell or an index row says them:

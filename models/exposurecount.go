@@ -31,6 +31,10 @@ type term struct {
 	worst      ExposureOutcome
 	harmless   bool
 	decider    Exposure
+	// wentBack: its token is below one the service had already granted
+	// on the key (a grant that went down); refusedBack: the storage
+	// refused an op of it while no newer grant had superseded it.
+	wentBack, refusedBack bool
 }
 
 type keyExposure struct {
@@ -39,12 +43,17 @@ type keyExposure struct {
 	seq      int64
 	admitted rank // the newest term an ok read or write came from
 	anyOK    bool
+	// granted is the highest token of a grant completed so far.
+	granted uint64
 }
 
 type pendingOp struct {
 	f     string
 	key   string
 	index int64
+	// granted is the key's highest token granted when an acquire was
+	// invoked.
+	granted uint64
 }
 
 // ExposureCounter counts exposures one event at a time, so that a
@@ -77,7 +86,7 @@ func (c *ExposureCounter) Add(e history.Event) {
 		return
 	}
 	if e.Type == history.Invoke {
-		c.pending[e.Process] = pendingOp{f: e.F, key: e.Key, index: e.Index}
+		c.pending[e.Process] = pendingOp{f: e.F, key: e.Key, index: e.Index, granted: c.key(e.Key).granted}
 		if e.F == history.Release {
 			c.close(c.key(e.Key), e.Process)
 		}
@@ -92,7 +101,7 @@ func (c *ExposureCounter) Add(e history.Event) {
 	switch op.f {
 	case history.Acquire:
 		if e.Type == history.OK {
-			c.grant(ke, op.key, e)
+			c.grant(ke, op.key, e, op.granted)
 		}
 	case history.Read, history.Write:
 		c.storageOp(ke, op, e)
@@ -102,10 +111,16 @@ func (c *ExposureCounter) Add(e history.Event) {
 // grant opens a term and supersedes every open term it is newer than; a
 // grant older than an open term (a lower token handed out later: a grant
 // on an expired lease) is superseded from its start.
-func (c *ExposureCounter) grant(ke *keyExposure, key string, e history.Event) {
+//
+// A grant whose token is below one already granted on the key before it
+// was asked for (granted: a token that went down, as the contradicted
+// grants count it) is marked: the storage refuses its ops because the
+// service's tokens went back, not because a newer holder superseded it.
+func (c *ExposureCounter) grant(ke *keyExposure, key string, e history.Event, granted uint64) {
 	c.close(ke, e.Process)
 	ke.seq++
-	t := &term{process: e.Process, key: key, rank: rank{e.Token, ke.seq}}
+	t := &term{process: e.Process, key: key, rank: rank{e.Token, ke.seq}, wentBack: e.Token < granted}
+	ke.granted = max(ke.granted, e.Token)
 	for _, u := range ke.open {
 		switch {
 		case t.rank.newer(u.rank):
@@ -124,6 +139,13 @@ func (c *ExposureCounter) storageOp(ke *keyExposure, op pendingOp, e history.Eve
 	}
 	fenced := e.Type == history.Fail && (e.Error == lockclient.ErrorFenced || e.Error == history.ErrGuardFailed)
 	lost := e.Type == history.Fail && e.Error == lockclient.ErrorLeaseLost
+	if fenced && t.wentBack && !t.superseded {
+		// No newer holder: the storage refused a token the service handed
+		// out below one it had already granted. Counted apart, with the
+		// contradicted grants, not as an exposure.
+		t.refusedBack = true
+		return
+	}
 	if t.superseded || fenced || lost {
 		var out ExposureOutcome
 		switch {
@@ -170,6 +192,8 @@ func (c *ExposureCounter) close(ke *keyExposure, p int) {
 		cs.Unknown++
 	default:
 		switch {
+		case t.refusedBack:
+			cs.RefusedWentBack++
 		case t.harmless:
 			cs.Harmless++
 		case t.superseded:

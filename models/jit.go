@@ -83,6 +83,7 @@ type keyCheck struct {
 	grantBlame           []int64
 	failAt               *history.Op // the op no order can take
 	failTime             int64       // when the first violation became certain
+	grantTime            int64       // the call of the grant that broke the token order
 	err                  error       // the check of this key could not go on
 	steps                int         // configurations explored, for cancellation
 	stop                 func() error
@@ -208,7 +209,7 @@ func (k *keyCheck) grantPoint(p point) {
 		k.granting[o.Token] = o
 		return
 	}
-	k.grantBad, k.grantMsg, k.grantBlame = true, msg, blame
+	k.grantBad, k.grantMsg, k.grantBlame, k.grantTime = true, msg, blame, p.t
 	k.violated(p.t)
 }
 

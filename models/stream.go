@@ -76,9 +76,9 @@ func (k *keyCheck) result(stopped error, start time.Time) KeyResult {
 	kr := KeyResult{Key: k.key, Ops: k.storageOps + k.grantOps, CheckMillis: time.Since(start).Milliseconds(), model: FencedStorage()}
 	switch {
 	case k.grantBad:
-		kr.Verdict, kr.Explanation, kr.Culprits = Invalid, k.grantMsg, k.grantBlame
+		kr.Verdict, kr.Explanation, kr.Culprits, kr.at = Invalid, k.grantMsg, k.grantBlame, k.grantTime
 	case k.storageBad:
-		kr.Verdict, kr.Explanation, kr.Culprits = Invalid, k.storageMsg, k.storageBlame
+		kr.Verdict, kr.Explanation, kr.Culprits, kr.at = Invalid, k.storageMsg, k.storageBlame, k.failTime
 	case k.err != nil:
 		kr.Verdict, kr.Explanation = Unknown, fmt.Sprintf("key %s: %s", k.key, stopMessage(k.err))
 	case stopped != nil:

@@ -107,6 +107,12 @@ type reportView struct {
 	// there are several.
 	Damage     string
 	DamageKeys []damageRow
+	// Agreement is what the servers held at the end, in one sentence, and
+	// each member's answer; "" and nil when they were not asked.
+	Agreement        string
+	AgreementInvalid bool
+	AgreementMembers []models.MemberState
+	AgreementQuery   string
 	// Servers is what the servers said they are, cleaned; nil when the
 	// run did not ask.
 	Servers *Servers
@@ -149,6 +155,8 @@ func contradictionRows(x *models.Contradictions) ([]contradictionRow, int) {
 			if c.CrashesBetween > 1 {
 				row.Crash += fmt.Sprintf(" (and %d more)", c.CrashesBetween-1)
 			}
+		} else if c.Failover != "" {
+			row.Crash = clean(fmt.Sprintf("no crash: the %s at %s", c.Failover, history.Seconds(c.FailoverTime)))
 		}
 		out = append(out, row)
 	}
@@ -223,7 +231,16 @@ func WriteHTML(w io.Writer, r *Run) error {
 	}
 	if x := res.ContradictedGrants; x != nil {
 		v.Contradicted = clean(capitalize(x.Text()) + ".")
+		if ex := r.Result.Exposures; ex != nil && ex.RefusedWentBack > 0 {
+			v.Contradicted = clean(capitalize(x.Text()) + "; " + ex.WentBackText() + ".")
+		}
 		v.ContradictionRows, v.MoreContradicted = contradictionRows(x)
+	}
+	if a := r.Result.Agreement; a != nil {
+		v.Agreement, v.AgreementInvalid, v.AgreementQuery = clean(capitalize(a.Short())+"."), a.Verdict == models.Invalid, clean(a.Query)
+		for _, m := range a.Members {
+			v.AgreementMembers = append(v.AgreementMembers, models.MemberState{Node: clean(m.Node), State: clean(m.State), Detail: clean(m.Detail), Error: clean(m.Error)})
+		}
 	}
 	if sv := r.Servers; sv != nil {
 		c := &Servers{Summary: clean(sv.Summary), Query: clean(sv.Query)}

@@ -116,6 +116,21 @@ func WriteJUnit(w io.Writer, r *Run) error {
 		}
 		suite.Cases = append(suite.Cases, c)
 	}
+	if a := r.Result.Agreement; a != nil {
+		// The servers' state at the end is a test of its own: members that
+		// diverged or a counter that went back fail it, whatever the keys say.
+		c := junitCase{Name: "agreement", Classname: class, Time: "0.000", SystemOut: where}
+		switch a.Verdict {
+		case models.Invalid:
+			c.Failure = &junitOutcome{Message: clean(a.Explanation), Type: "invalid"}
+			suite.Failures++
+		case models.Unknown:
+			c.Skipped = &junitOutcome{Message: clean(a.Explanation)}
+			suite.Skipped++
+		}
+		suite.Cases = append(suite.Cases, c)
+		suite.Properties = append(suite.Properties, junitProperty{"agreement", clean(a.Short())})
+	}
 	if c, ok := exposureCase(r.Result, class, where); ok {
 		if c.Skipped != nil {
 			suite.Skipped++
@@ -209,6 +224,7 @@ func exposureProperties(res models.Result) []junitProperty {
 		{"exposures.refused", fmt.Sprint(x.Refused)},
 		{"exposures.not_sent", fmt.Sprint(x.NotSent)},
 		{"exposures.unknown", fmt.Sprint(x.Unknown)},
+		{"exposures.refused_went_back", fmt.Sprint(x.RefusedWentBack)},
 	}
 	if b := x.BoundText(); b != "" {
 		ps = append(ps, junitProperty{"exposures.bound", clean(b)})
@@ -225,6 +241,7 @@ func contradictionProperties(x models.Contradictions) []junitProperty {
 		{"contradicted_grants.granted_twice", fmt.Sprint(x.GrantedTwice)},
 		{"contradicted_grants.went_down", fmt.Sprint(x.WentDown)},
 		{"contradicted_grants.after_crash", fmt.Sprint(x.AfterCrash)},
+		{"contradicted_grants.after_failover", fmt.Sprint(x.AfterFailover)},
 	}
 }
 

@@ -153,12 +153,23 @@ func Headline(res models.Result) string {
 	var b strings.Builder
 	switch {
 	case res.Verdict == models.Invalid && len(invalid) > 0:
+		// The run's own sentence names the key whose violation came first:
+		// that key leads.
+		for i, k := range invalid {
+			if e := explanationOf(k); i > 0 && e != "" && strings.HasPrefix(res.Explanation, e) {
+				invalid = append(append([]string{k}, invalid[:i]...), invalid[i+1:]...)
+				break
+			}
+		}
 		b.WriteString(keySentence(invalid[0], "invalid", explanationOf(invalid[0])))
 		if len(invalid) > 1 {
 			fmt.Fprintf(&b, "; also invalid: %s", nameKeys(invalid[1:]))
 		}
 		if len(unknown) > 0 {
 			fmt.Fprintf(&b, "; unknown: %s", nameKeys(unknown))
+		}
+		if a := res.Agreement; a != nil && a.Verdict == models.Invalid {
+			fmt.Fprintf(&b, "; and at the end, %s", a.Explanation)
 		}
 	case len(unknown) > 0 && (res.Explanation == "" || isKeyExplanation(res, res.Explanation)):
 		b.WriteString(keySentence(unknown[0], "unknown", explanationOf(unknown[0])))

@@ -55,8 +55,10 @@ func manyKeys(n int, invalid, unknown []int) *Run {
 	}
 	sort.Slice(keys, func(a, b int) bool { return keys[a].Key < keys[b].Key })
 	res := models.Result{Verdict: models.Valid, Keys: keys}
-	for _, k := range keys {
-		if k.Verdict == models.Invalid && first == "" {
+	// The run's sentence is its first violation's (models.verdictOf): here
+	// the invalid key first in natural order.
+	for _, i := range naturalOrder(keys) {
+		if k := keys[i]; k.Verdict == models.Invalid && first == "" {
 			first = k.Explanation
 		}
 	}
@@ -169,6 +171,16 @@ func TestHeadline(t *testing.T) {
 		if got := Headline(c.res); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
+	}
+	// The key whose violation the run's sentence tells (the first in
+	// time) leads, whatever its name.
+	late := manyKeys(12, []int{10, 2}, nil).Result
+	late.Explanation = late.Keys[2].Explanation + " (and 1 more key invalid)"
+	if late.Keys[2].Key != "k10" {
+		t.Fatalf("keys out of the expected order: %v", late.Keys)
+	}
+	if got, want := Headline(late), "key k10 invalid: process 10 wrote 7 with token 3 after token 9 was admitted: a stale lease holder's write was accepted; also invalid: k2"; got != want {
+		t.Errorf("first in time:\n got %q\nwant %q", got, want)
 	}
 	if got := nameKeys([]string{"k1", "k2", "k3", "k4", "k5", "k6", "k7"}); got != "k1, k2, k3, k4, k5 and 2 more" {
 		t.Errorf("nameKeys: %q", got)

@@ -75,6 +75,11 @@ type Results struct {
 	// ExpiredGrants counts the lock grants made on an already expired
 	// lease (docs/results.md).
 	ExpiredGrants *ExpiredGrants `json:"expired_grants,omitempty"`
+	// Agreement is what the servers held at the end: whether the members
+	// agree and every token counter still holds the highest token
+	// acknowledged (models.Agreement, docs/results.md); absent when the
+	// servers were not asked.
+	Agreement *models.Agreement `json:"agreement,omitempty"`
 }
 
 // ExpiredGrants is how often the lock service granted the lock on a lease
@@ -101,6 +106,7 @@ func MakeResults(r *Run) Results {
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,
 		Incomplete: r.Incomplete, Unfinished: r.Unfinished, Servers: r.Servers, ExpiredGrants: r.ExpiredGrants, EndedBy: r.EndedBy,
+		Agreement: r.Result.Agreement,
 	}
 }
 

@@ -76,6 +76,11 @@ type Run struct {
 	// no end event, a cut last line, ops still open. "" when it is, and
 	// on a run just carried out (the harness knows how it went).
 	Unfinished string
+	// Agreement, on a run read back from its directory (LoadRun), is what
+	// its results.json said the servers held at the end, for the check
+	// to hold the history to again (models.CheckAgreement); nil when the
+	// servers were not asked. A run just carried out has it in Result.
+	Agreement *models.Agreement
 }
 
 // NotFinished is every reason the run did not finish, joined: what it

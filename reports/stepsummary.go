@@ -68,7 +68,14 @@ func StepSummary(r *Run) string {
 		}
 	}
 	if c := models.CountContradictions(r.Ops, r.Faults); c.Contradicted > 0 {
-		fmt.Fprintf(&b, "Contradicted grants: %s.\n\n", md(c.Text()))
+		text := c.Text()
+		if x != nil && x.RefusedWentBack > 0 {
+			text += "; " + x.WentBackText()
+		}
+		fmt.Fprintf(&b, "Contradicted grants: %s.\n\n", md(text))
+	}
+	if a := r.Result.Agreement; a != nil {
+		fmt.Fprintf(&b, "At the end: %s.\n\n", md(a.Short()))
 	}
 	if r.Error != "" {
 		fmt.Fprintf(&b, "The run did not complete: %s\n\n", md(r.Error))

@@ -47,7 +47,14 @@ func Summary(w io.Writer, r *Run) {
 	if x := r.Result.Exposures; x != nil {
 		fmt.Fprintf(w, "  exposures: %s\n", ExposureLine(x))
 	}
-	fmt.Fprintf(w, "  grants: %s\n", models.CountContradictions(r.Ops, r.Faults).Text())
+	grants := models.CountContradictions(r.Ops, r.Faults).Text()
+	if x := r.Result.Exposures; x != nil && x.RefusedWentBack > 0 {
+		grants += "; " + x.WentBackText()
+	}
+	fmt.Fprintf(w, "  grants: %s\n", grants)
+	if a := r.Result.Agreement; a != nil {
+		fmt.Fprintf(w, "  at the end: %s\n", a.Short())
+	}
 	if why := EndedByText(r.EndedBy); why != "" {
 		fmt.Fprintf(w, "  %s\n", why)
 	}
@@ -138,6 +145,9 @@ func ExposureLine(x *models.Exposures) string {
 	}
 	if b := x.BoundText(); b != "" {
 		s += "; " + b
+	}
+	if x.RefusedWentBack > 0 {
+		s += fmt.Sprintf(" (the bound counts exposures only, not the %s refused for a token that went back: see grants)", words.Plural(x.RefusedWentBack, "holder"))
 	}
 	return s
 }

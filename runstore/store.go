@@ -75,6 +75,9 @@ const (
 	CompareJSON     = "compare.json"
 	CompareMarkdown = "compare.md"
 	CompareHTML     = "compare.html"
+	// CompareExpect is the comparison's cells as `check compare --expect`
+	// reads them: each cell's verdict, to pin the matrix with.
+	CompareExpect = "compare.expect"
 )
 
 // compareStampLayout names a comparison's directory (to the second).
@@ -151,6 +154,9 @@ func (c Comparison) Markdown() string { return filepath.Join(string(c), CompareM
 
 // HTML is the matrix as a page (CompareHTML).
 func (c Comparison) HTML() string { return filepath.Join(string(c), CompareHTML) }
+
+// Expect is the comparison's cells as an --expect file.
+func (c Comparison) Expect() string { return filepath.Join(string(c), CompareExpect) }
 
 // Run is the directory of one of the comparison's runs, from the path
 // compare.json records for it: relative to the comparison, with slashes.

@@ -21,7 +21,9 @@ import (
 type compareFlags struct {
 	spec                                                                             compare.Spec
 	backends, storages, faults, fencing, leaseChecks, serverVersions, dir, shardFlag string
-	readMix                                                                          float64
+	// expect is --expect: a file of each cell's expected verdict.
+	expect  string
+	readMix float64
 }
 
 func newCompareCmd() *cobra.Command {
@@ -81,9 +83,13 @@ writes a partial compare.json naming the matrix, the shard and its runs;
 'check compare merge DIR...' puts the shards' directories together into the
 page one machine would have written (docs/ci-example.md).
 
-compare reports, it does not judge: it exits 0 when every cell ran whatever the
-verdicts, 255 when a run could not be carried out (the cell says "error"), 254
-on bad arguments.`,
+compare reports, it does not judge, unless asked to: it exits 0 when every cell
+ran whatever the verdicts, 255 when a run could not be carried out (the cell
+says "error"), 254 on bad arguments. --expect FILE pins verdicts: each line
+"ROW × FAULT: VERDICT" (valid, invalid, unknown, not-valid or n/a; the row as the
+tables name it), and compare exits 1 naming each cell whose verdict differs; a
+cell the matrix does not have exits 254 before anything runs. Every comparison
+writes its own cells that way as compare.expect, ready to pin.`,
 		Example: `  check compare --preset quick
   check compare --backends etcd,redis:setnx-incr --faults pause-holder,partition --runs 3
   check compare --preset jepsen-etcd
@@ -92,6 +98,7 @@ on bad arguments.`,
   check compare --preset redis-deployments --runs 5
   check compare --backends memory --faults pause-holder,pause --time-limit 10s
   check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s
+  check compare --preset quick --expect pinned.expect   # exit 1 when a cell's verdict moves
   check compare --preset quick --seed 42 --shard 2/3 --store shard-2   # one job of a CI matrix
   check compare merge --out merged shard-1 shard-2 shard-3`,
 		SilenceUsage:  true,
@@ -122,6 +129,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.IntVar(&spec.Parallel, "parallel", 0, "runs at once, each on its own cluster (default from the engine: one a core, within half its memory at 2 GiB a slot; 1 runs them one by one; faults that freeze servers never go more than one a core; docs/compare.md)")
 	f.StringVar(&cf.shardFlag, "shard", "", "run only shard I of N of the matrix's runs, e.g. 2/3 (needs --seed; merge the shards with 'check compare merge')")
+	f.StringVar(&cf.expect, "expect", "", "a file of expected verdicts, one cell a line (ROW × FAULT: VERDICT, as compare.expect in a comparison's directory writes them): exit 1, naming the cell, when a verdict differs (docs/compare.md)")
 	f.StringVar(&cf.dir, "store", "", "directory for the tables and the runs (default store/compare/<time>/)")
 	// Applied to every cell, and checked for every cell before the first runs.
 	base := compare.DefaultBase()
@@ -214,6 +222,18 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	var expected []compare.Expectation
+	if cmd.Flags().Changed("expect") {
+		if shard.N > 0 {
+			return usageErr("--expect judges whole cells, and a shard runs only some of their runs: drop --expect from the shards (each cell's verdict is in the merged compare.md)")
+		}
+		if expected, err = compare.ReadExpectations(cf.expect); err != nil {
+			return err
+		}
+		if err := m.CheckExpectations(expected); err != nil {
+			return err
+		}
+	}
 	if err := setWidth(cmd, m); err != nil {
 		return err
 	}
@@ -239,12 +259,25 @@ func (cf *compareFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return &exitError{harness.ExitFailed, err}
 	}
+	if shard.N == 0 {
+		if err := m.WriteExpect(cf.dir, c); err != nil {
+			fmt.Fprintf(cmd.OutOrStdout(), "compare: also: writing %s: %v\n", runstore.Comparison(cf.dir).Expect(), err)
+		}
+	}
+	unmet := m.Unmet(c, expected)
+	for _, u := range unmet {
+		fmt.Fprintf(cmd.OutOrStdout(), "compare: not as expected: %s\n", u)
+	}
 	if code := compare.ExitCode(c); code != 0 {
 		why := fmt.Sprintf("%s could not be carried out", words.Plural(c.Errors, "run"))
 		if c.Interrupted {
 			why = "interrupted before every cell ran"
 		}
 		return &exitError{code, fmt.Errorf("%s (see %s)", why, runstore.Comparison(cf.dir).Markdown())}
+	}
+	if len(unmet) > 0 {
+		return &exitError{harness.ExitInvalid, fmt.Errorf("%s not as --expect %s says: %s (see %s)",
+			words.PluralOf(len(unmet), "cell is", "cells are"), cf.expect, strings.Join(unmet, "; "), runstore.Comparison(cf.dir).Markdown())}
 	}
 	return nil
 }

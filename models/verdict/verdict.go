@@ -4,7 +4,9 @@
 // (reports) and `check compare merge` all give. Settle is the only place
 // that decides it, step by step: an invalid verdict names the stale write
 // that caused it first, and the crash that lost a grant the lock service
-// then contradicted; a violation stands whatever else happened; any
+// then contradicted; servers that at the end diverged or no longer hold a
+// token they acknowledged (models.Agreement) are a violation too; a
+// violation stands whatever else happened; any
 // other run that did not finish — it could not be carried out, was cut
 // short, left a history without its end event, or its check was skipped
 // or stopped — is never valid but unknown; and a valid verdict is held to
@@ -57,6 +59,9 @@ type Run struct {
 	Exposures    *models.Exposures
 	Facts        models.RunFacts
 	MinExposures int
+	// Agreement is what the servers held at the end (models.Agreement);
+	// nil when they were not asked.
+	Agreement *models.Agreement
 }
 
 // Settle is the run's verdict. Per-key results are kept as the check
@@ -64,6 +69,7 @@ type Run struct {
 // not finish is unknown, as the run is.
 func Settle(r Run) models.Result {
 	res := namedCause(r)
+	res = withAgreement(res, r.Agreement)
 	res = finished(res, r.Unfinished, r.Failed, r.CheckSkipped)
 	if r.Exposures != nil {
 		x := *r.Exposures
