@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fencecheck/fencecheck/internal/dockertest"
 	"github.com/fencecheck/fencecheck/models"
 )
 
@@ -19,7 +18,6 @@ import (
 // was back — docs/versions.md, "One member".)
 func TestDockerEtcdExactReleaseOnOneMember(t *testing.T) {
 	cfg := dockerConfig(t, "etcd", "all", "pause-holder")
-	dockertest.Budget(t, 2*time.Minute)
 	cfg.ServerVersion, cfg.Nodes = "3.5.4", 1
 	cfg.TimeLimit = 10 * time.Second
 	out := runDocker(t, cfg)
