@@ -129,7 +129,7 @@ type Contradictions struct {
 // it keeps only what it had made durable (or, for a failover, what the
 // promoted replica had): the nemesis words and the event a lock service's
 // own failover is recorded as.
-var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "failover"}
+var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "power-loss-majority", "failover"}
 
 // CrashFaults lists the faults Crash holds to be crashes.
 func CrashFaults() []string { return slices.Clone(crashFaults) }

@@ -49,6 +49,9 @@ type Dropped struct {
 	// Kept is how many bytes of unsynced writes a torn cut let reach the
 	// disk below (Torn).
 	Kept int64 `json:"kept,omitempty"`
+	// Names is how many directory changes not committed by a directory
+	// fsync the cut undid (Options.LoseNames).
+	Names int `json:"names,omitempty"`
 }
 
 // Answer is the layer's answer to a command.

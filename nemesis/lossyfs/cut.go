@@ -35,6 +35,10 @@ type Options struct {
 	// cut may let some of them survive (Torn). It costs a copy of each
 	// write.
 	KeepWrites bool
+	// LoseNames: a create, rename, unlink (…) not followed by an fsync
+	// of a directory it touched is undone by a cut (names_linux.go). By
+	// default directory changes are durable at once, as lazyfs's.
+	LoseNames bool
 }
 
 // Trigger is when an armed layer freezes by itself.

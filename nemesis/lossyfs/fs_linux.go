@@ -28,6 +28,9 @@ type Layer struct {
 	files map[uint64]*entry
 
 	power power
+	// names journals directory changes under Options.LoseNames; nil
+	// otherwise.
+	names *names
 }
 
 // entry is one file's cache, and who uses it.
@@ -412,6 +415,8 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	p := filepath.Join(n.diskPath(), name)
 	diskFlags, trunc, _ := openFlags(flags)
+	var before unix.Stat_t
+	isNew := unix.Lstat(p, &before) != nil
 	fd, err := unix.Open(p, diskFlags|unix.O_CREAT|unix.O_NOFOLLOW, mode)
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
@@ -436,6 +441,9 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if trunc {
 		h.e.file.Truncate(0)
 	}
+	if isNew {
+		n.made(name, false)
+	}
 	out.FromStat(&st)
 	n.layer.sized(&out.Attr)
 	return ch, h, 0, 0
@@ -458,6 +466,9 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if errno := n.layer.gate(); errno != 0 {
 		return errno
 	}
+	if n.layer.names != nil {
+		return n.removeAside(name, false)
+	}
 	ino := n.lastLink(n.diskPath(), name)
 	errno := n.LoopbackNode.Unlink(ctx, name)
 	if errno == 0 && ino != 0 {
@@ -469,6 +480,9 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	if errno := n.layer.gate(); errno != 0 {
 		return errno
+	}
+	if np, ok := newParent.(*node); ok && n.layer.names != nil {
+		return n.renameJournalled(name, np, newName, flags)
 	}
 	var ino uint64
 	if np, ok := newParent.(*node); ok && flags&unix.RENAME_EXCHANGE == 0 {
@@ -488,12 +502,19 @@ func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.En
 	if errno := n.layer.gate(); errno != 0 {
 		return nil, errno
 	}
-	return n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	in, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		n.made(name, true)
+	}
+	return in, errno
 }
 
 func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno := n.layer.gate(); errno != 0 {
 		return errno
+	}
+	if n.layer.names != nil {
+		return n.removeAside(name, true)
 	}
 	return n.LoopbackNode.Rmdir(ctx, name)
 }
@@ -502,21 +523,33 @@ func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, o
 	if errno := n.layer.gate(); errno != 0 {
 		return nil, errno
 	}
-	return n.LoopbackNode.Link(ctx, target, name, out)
+	in, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno == 0 {
+		n.made(name, false)
+	}
+	return in, errno
 }
 
 func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if errno := n.layer.gate(); errno != 0 {
 		return nil, errno
 	}
-	return n.LoopbackNode.Symlink(ctx, target, name, out)
+	in, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if errno == 0 {
+		n.made(name, false)
+	}
+	return in, errno
 }
 
 func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if errno := n.layer.gate(); errno != 0 {
 		return nil, errno
 	}
-	return n.LoopbackNode.Mknod(ctx, name, mode, dev, out)
+	in, errno := n.LoopbackNode.Mknod(ctx, name, mode, dev, out)
+	if errno == 0 {
+		n.made(name, false)
+	}
+	return in, errno
 }
 
 // CopyFileRange is refused as not implemented, so the kernel copies
@@ -723,10 +756,16 @@ func (h *handle) Lseek(context.Context, uint64, uint32) (uint64, syscall.Errno) 
 // mount(2) itself, as root: no fusermount.
 func Mount(dir, disk string, opts Options) (*fuse.Server, *Layer, error) {
 	var st syscall.Stat_t
-	if err := syscall.Stat(disk, &st); err != nil {
+	err := syscall.Stat(disk, &st)
+	if err != nil {
 		return nil, nil, err
 	}
 	l := newLayer(filepath.Clean(dir), disk, opts)
+	if opts.LoseNames {
+		if l.names, err = newNames(disk); err != nil {
+			return nil, nil, fmt.Errorf("making the place unlinked files wait in: %w", err)
+		}
+	}
 	root := &fs.LoopbackRoot{Path: disk, Dev: uint64(st.Dev), NewNode: l.newNode}
 	rn := l.newNode(root, nil, "", &st)
 	root.RootNode = rn

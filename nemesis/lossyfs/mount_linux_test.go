@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -260,5 +261,98 @@ func TestMountedTornSeqRepeatsWithItsSeed(t *testing.T) {
 	}
 	if c := run(8); c == a {
 		t.Logf("seeds 7 and 8 kept the same writes (%q): possible, but rare", c)
+	}
+}
+
+// Under LoseNames a create, a rename over a file and an unlink not
+// followed by an fsync of their directory are undone by a cut; the
+// changes a directory fsync committed (and every earlier one) stay. By
+// default every name change is durable at once.
+func TestMountedLoseNames(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		t.Run(map[bool]string{false: "default", true: "lose-names"}[lose], func(t *testing.T) {
+			mnt, below, l := mountLayer(t, Options{LoseNames: lose})
+			sub := filepath.Join(mnt, "sub")
+			os.Mkdir(sub, 0o755)
+			write := func(p, s string) {
+				f, err := os.Create(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeSync(t, f, s, true)
+				f.Close()
+			}
+			syncDir := func(p string) {
+				d, err := os.Open(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := d.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				d.Close()
+			}
+			write(filepath.Join(mnt, "kept"), "kept")
+			write(filepath.Join(mnt, "doomed"), "doomed")
+			syncDir(mnt) // commits sub, kept and doomed
+			// Uncommitted from here: in the root, a file renamed over
+			// kept and doomed's unlink; in sub, a new file, committed by
+			// sub's fsync, which also commits everything before it.
+			write(filepath.Join(mnt, "tmp"), "new content")
+			if err := os.Rename(filepath.Join(mnt, "tmp"), filepath.Join(mnt, "kept")); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(filepath.Join(mnt, "doomed"))
+			write(filepath.Join(sub, "committed"), "committed")
+			syncDir(sub)
+			write(filepath.Join(mnt, "created"), "created")
+			os.Mkdir(filepath.Join(mnt, "newdir"), 0o755)
+			os.Remove(filepath.Join(sub, "committed"))
+			_, d, err := l.Cut(TornNone, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("dropped %+v", d)
+			ls := func(dir string) string {
+				ents, _ := os.ReadDir(dir)
+				var out []string
+				for _, e := range ents {
+					out = append(out, e.Name())
+				}
+				return strings.Join(out, " ")
+			}
+			want := map[string]string{below: "kept sub", filepath.Join(below, "sub"): ""}
+			kept := "new content"
+			if lose {
+				// created, newdir and sub/committed's unlink undone;
+				// the rename and doomed's unlink came before sub's
+				// fsync, and stay.
+				want = map[string]string{below: "kept sub", filepath.Join(below, "sub"): "committed"}
+				if d.Names != 3 {
+					t.Errorf("the cut undid %d changes, want 3", d.Names)
+				}
+			} else {
+				want[below] = "created kept newdir sub"
+			}
+			for dir, w := range want {
+				if got := ls(dir); got != w {
+					t.Errorf("%s holds %q after the cut, want %q", dir, got, w)
+				}
+			}
+			if got := readFile(t, filepath.Join(mnt, "kept")); got != kept {
+				t.Errorf("kept reads %q, want %q", got, kept)
+			}
+			if lose {
+				if got := readFile(t, filepath.Join(mnt, "sub", "committed")); got != "committed" {
+					t.Errorf("an unlink undone brought back %q", got)
+				}
+				// Nothing is left aside: doomed and the kept that was
+				// replaced were removed for good at sub's fsync (a commit
+				// takes every earlier change), committed's came back.
+				if got := ls(below + ".unlinked"); got != "" {
+					t.Errorf("still aside: %q", got)
+				}
+			}
+		})
 	}
 }

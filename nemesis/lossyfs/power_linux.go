@@ -2,6 +2,7 @@ package lossyfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -226,7 +227,13 @@ func (l *Layer) Cut(torn Torn, seed uint64) (Freeze, Dropped, error) {
 	}
 	var d Dropped
 	if err == nil {
-		d, err = l.DropTorn(torn, seed)
+		// The names first: a file whose create is undone has no
+		// content left to drop.
+		var nerr error
+		d.Names, nerr = l.undoNames()
+		d2, derr := l.DropTorn(torn, seed)
+		d2.Names = d.Names
+		d, err = d2, errors.Join(nerr, derr)
 	}
 	p.mu.Lock()
 	p.froze, p.frozen, p.thaw = nil, nil, nil
