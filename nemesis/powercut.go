@@ -322,9 +322,12 @@ func (p *PowerCut) finish(ctx context.Context, node string, seed uint64) (lossyf
 	return *a.Dropped, nil
 }
 
+// answer is the layer's answer to the last command out is the output
+// of (one JSON line per command).
 func answer(out string) (lossyfs.Answer, error) {
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	var a lossyfs.Answer
-	err := json.Unmarshal([]byte(strings.TrimSpace(out)), &a)
+	err := json.Unmarshal([]byte(lines[len(lines)-1]), &a)
 	return a, err
 }
 
