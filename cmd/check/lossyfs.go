@@ -29,6 +29,7 @@ func newLossyfsCmd() *cobra.Command {
 			return lossyfs.Serve(args[0], args[1], socket, opts, cmd.ErrOrStderr())
 		},
 	}
+	serve.Flags().BoolVar(&opts.LoseNames, "lose-names", false, "journal creates, renames and unlinks until an fsync of their directory; a cut undoes the rest")
 	serve.Flags().BoolVar(&opts.KeepWrites, "keep-writes", false, "keep every file's writes since its last sync, so a cut may keep some of them (torn=)")
 	command := func(name, short string) *cobra.Command {
 		return &cobra.Command{
