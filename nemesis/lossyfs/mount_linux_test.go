@@ -356,3 +356,52 @@ func TestMountedLoseNames(t *testing.T) {
 		})
 	}
 }
+
+// torn-op through a mount: of one unsynced write, the part before a page
+// boundary inside it survives; every other unsynced write is lost.
+func TestMountedTornOpKeepsAPageAlignedPrefixOfOneWrite(t *testing.T) {
+	mnt, _, l := mountLayer(t, Options{KeepWrites: true})
+	f, err := os.Create(filepath.Join(mnt, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeSync(t, f, "synced;", true)
+	// Two writes of three pages each, of different bytes, never synced.
+	a, b := bytes.Repeat([]byte("a"), 3*PageSize), bytes.Repeat([]byte("b"), 3*PageSize)
+	f.Write(a)
+	f.Write(b)
+	f.Close()
+	// The kernel hands the layer a program's write in pieces that end at
+	// page boundaries: the layer tears what it is given.
+	var sizes []int
+	l.mu.Lock()
+	for _, e := range l.files {
+		e.file.mu.Lock()
+		for _, w := range e.file.writes {
+			sizes = append(sizes, len(w.Data))
+		}
+		e.file.mu.Unlock()
+	}
+	l.mu.Unlock()
+	t.Logf("the layer saw writes of %v bytes", sizes)
+	_, d, err := l.Cut(TornOp, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := []byte(readFile(t, filepath.Join(mnt, "log")))
+	t.Logf("kept %d bytes of unsynced writes; the file is %d bytes", d.Kept, len(got))
+	if !bytes.HasPrefix(got, []byte("synced;")) {
+		t.Fatalf("after a torn-op cut the synced content is gone: %q…", got[:min(len(got), 10)])
+	}
+	if d.Kept == 0 || int64(len(got))%PageSize != 0 {
+		t.Fatalf("a torn write ends at a page boundary: the file is %d bytes, %d kept", len(got), d.Kept)
+	}
+	// Only one write's bytes are there, a prefix of it.
+	rest := got[7:]
+	if bytes.Count(rest, []byte("a")) > 0 && bytes.Count(rest, []byte("b")) > 0 {
+		t.Fatal("bytes of both writes survived a torn-op cut")
+	}
+	if n := bytes.Count(rest, []byte("a")) + bytes.Count(rest, []byte("b")); int64(n) != d.Kept {
+		t.Fatalf("%d bytes of the writes are in the file, the cut says it kept %d", n, d.Kept)
+	}
+}
