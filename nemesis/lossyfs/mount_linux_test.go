@@ -100,9 +100,16 @@ func TestMountedNewFileNeverInheritsACacheByInodeNumber(t *testing.T) {
 	if !reused {
 		t.Log("the disk below never gave a freed inode number to the next file here; the bookkeeping is checked without a mount below")
 	}
-	l.mu.Lock()
-	n := len(l.files)
-	l.mu.Unlock()
+	// The kernel releases the last handle after close returns.
+	n := 0
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		l.mu.Lock()
+		n = len(l.files)
+		l.mu.Unlock()
+		if n == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if n != 0 {
 		t.Errorf("%d cache entries left for files that no longer exist", n)
 	}
@@ -164,13 +171,20 @@ func TestMountedCutBeforeTheNthSync(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("froze %s", fr.Why)
+			// While frozen nothing reaches the disk below: a create
+			// waits with the sync.
+			go func() { os.WriteFile(filepath.Join(mnt, "late"), []byte("late"), 0o644) }()
+			for deadline := time.Now().Add(5 * time.Second); l.power.held.Load() < 2; {
+				if time.Now().After(deadline) {
+					t.Fatalf("the freeze holds %d calls, want the sync and the create", l.power.held.Load())
+				}
+				time.Sleep(time.Millisecond)
+			}
 			select {
 			case err := <-done:
 				t.Fatalf("the sync the cut froze returned before the cut was finished: %v", err)
-			case <-time.After(100 * time.Millisecond):
+			case <-time.After(50 * time.Millisecond):
 			}
-			// While frozen nothing reaches the disk below.
-			go func() { os.WriteFile(filepath.Join(mnt, "late"), []byte("late"), 0o644) }()
 			_, d, err := l.Cut(TornNone, 0)
 			if err != nil {
 				t.Fatal(err)

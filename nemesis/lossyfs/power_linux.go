@@ -32,6 +32,8 @@ type power struct {
 	// armed is set while a sync trigger waits: the one load a sync pays
 	// when nothing is armed.
 	armed atomic.Bool
+	// held counts the calls a freeze has held, for tests.
+	held atomic.Int32
 
 	mu     sync.Mutex
 	thaw   chan struct{} // closed when the frozen calls may fail
@@ -50,6 +52,7 @@ func (l *Layer) gate() syscall.Errno {
 	case powerOn:
 		return 0
 	case powerFrozen:
+		l.power.held.Add(1)
 		l.power.mu.Lock()
 		thaw := l.power.thaw
 		l.power.mu.Unlock()
