@@ -234,7 +234,7 @@ func (t *Test) fencingLabel() string {
 // cluster with this many server nodes, or in process.
 func (t *Test) faultSettings(docker bool, servers int) nemesis.Settings {
 	c := &t.cfg
-	return nemesis.Settings{Backend: c.Backend, NoClockFaults: t.info.NoClockFaults, DataDir: t.info.DataDir, Docker: docker, Servers: servers, Clients: c.Clients, Keys: c.Keys,
+	return nemesis.Settings{Backend: c.Backend, NoClockFaults: t.info.NoClockFaults, DataDir: t.info.DataDir, DataLog: t.info.DataLog, Docker: docker, Servers: servers, Clients: c.Clients, Keys: c.Keys,
 		LeaseTTL: c.LeaseTTL, PauseDuration: c.PauseDuration, Interval: c.NemesisInterval, Options: c.Options}
 }
 

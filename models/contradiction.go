@@ -138,7 +138,7 @@ type Contradictions struct {
 
 // crashFaults are the faults that stop a lock server's process, so that
 // it keeps only what it had made durable: the nemesis words.
-var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all"}
+var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "power-loss-majority"}
 
 // FailoverEvent is the event a lock service's own failover is recorded
 // as (a replica promoted by the service, harness.FailoverEvent): not a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,5 +260,54 @@ func waitArmed(ph *PauseHolder, n int) {
 			return
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// announcingFault announces its start, then acts: a client event
+// recorded while it acts stands for a grant the act would lose.
+type announcingFault struct {
+	rec  Recorder
+	fail bool
+}
+
+func (f *announcingFault) Name() string { return "announcing" }
+func (f *announcingFault) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
+	return f.StartAnnounced(ctx, rng, func([]string) {})
+}
+func (f *announcingFault) StartAnnounced(_ context.Context, _ *rand.Rand, announce func([]string)) ([]string, error) {
+	announce([]string{"n1"})
+	f.rec.Record(history.Event{Process: 0, Type: history.OK, F: history.Acquire})
+	if f.fail {
+		return nil, errors.New("the act failed")
+	}
+	return []string{"n1"}, nil
+}
+func (f *announcingFault) Stop(context.Context) error { return nil }
+
+// An Announcer's invoke is recorded when it announces, before its act,
+// once; a failed act closes the interval it opened.
+func TestScheduleRecordsAnAnnouncedStartBeforeTheAct(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		rec := &eventLog{mu: make(chan struct{}, 1)}
+		s := &Schedule{Faults: []Fault{&announcingFault{rec: rec, fail: fail}}, Interval: 50 * time.Millisecond, Rng: rand.New(rand.NewPCG(1, 2)), Rec: rec,
+			FaultDuration: func(Fault) time.Duration { return 20 * time.Millisecond }}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+		s.Run(ctx)
+		cancel()
+		var kinds []string
+		for _, e := range rec.evs[:min(3, len(rec.evs))] {
+			k := string(e.Type)
+			if e.IsNemesis() {
+				k = "nemesis " + k
+			}
+			kinds = append(kinds, k)
+		}
+		want := []string{"nemesis invoke", "ok", "nemesis info"}
+		if !slices.Equal(kinds, want) {
+			t.Errorf("fail=%v: the first events are %v, want %v", fail, kinds, want)
+		}
+		if fail && rec.evs[2].Error == "" {
+			t.Errorf("the failed act's info says nothing: %+v", rec.evs[2])
+		}
 	}
 }

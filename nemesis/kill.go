@@ -31,9 +31,9 @@ type Servers interface {
 	Start(ctx context.Context, c *engine.Cluster, node string) error
 }
 
-// Kill SIGKILLs the lock service's server on one node drawn at random (or
-// on every target, All) and starts it again, with the data on the
-// container's disk, on Stop.
+// Kill SIGKILLs the lock service's server on one node drawn at random and
+// starts it again, with the data on the container's disk, on Stop. (The
+// power faults, PowerCut, reuse its Stop.)
 type Kill struct {
 	// Label is the --nemesis word: kill, kill-leader.
 	Label   string
@@ -42,14 +42,6 @@ type Kill struct {
 	// Targets lists the nodes whose server may be killed now (the server
 	// nodes; the leader alone for kill-leader).
 	Targets func(ctx context.Context) ([]string, error)
-	// All: every target is killed at once (power-loss-all), not one
-	// drawn at random.
-	All bool
-	// AfterKill, when set, runs in each node once its server is killed,
-	// before the fault counts as applied; its node is started again on
-	// Stop whatever it returned (the power faults drop the node's unsynced
-	// data there).
-	AfterKill func(ctx context.Context, node string) error
 
 	mu     sync.Mutex
 	killed []string
@@ -58,25 +50,16 @@ type Kill struct {
 func (k *Kill) Name() string { return k.Label }
 
 func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	var ts []string
-	if k.All {
-		all, err := k.Targets(ctx)
-		if len(all) == 0 {
-			return nil, err
-		}
-		ts = all
-	} else {
-		t, err := drawTarget(ctx, k.Targets, rng)
-		if t == "" {
-			return nil, err
-		}
-		ts = []string{t}
+	t, err := drawTarget(ctx, k.Targets, rng)
+	if t == "" {
+		return nil, err
 	}
+	ts := []string{t}
 	// The kill runs to its end even on an interrupt: Docker cannot stop an
 	// exec half-way, so a cancelled kill would leave us not knowing.
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := eachNode(ts, func(n string) error {
+	err = eachNode(ts, func(n string) error {
 		if err := k.DB.Kill(kctx, k.Cluster, n); err != nil {
 			return fmt.Errorf("%s: killing the server in %s: %w", k.Label, n, err)
 		}
@@ -87,11 +70,6 @@ func (k *Kill) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
 	})
 	if err != nil {
 		return nil, err
-	}
-	if k.AfterKill != nil {
-		if err := eachNode(ts, func(n string) error { return k.AfterKill(kctx, n) }); err != nil {
-			return nil, fmt.Errorf("%s: %w", k.Label, err)
-		}
 	}
 	return ts, nil
 }

@@ -34,6 +34,19 @@ type Fault interface {
 	Stop(ctx context.Context) error
 }
 
+// Announcer is a fault whose start must be in the history before it
+// acts, not after: a power cut, whose act (execs in the nodes) takes tens
+// of milliseconds to seconds, and a grant acknowledged in that time and
+// lost by it must lie inside the fault's interval, never before it.
+// StartAnnounced is Start with announce, which the fault calls once,
+// right before it acts, with its targets: the schedule records the
+// fault's invoke there. A fault that returns without announcing is
+// recorded as one that found nothing to hit, or failed.
+type Announcer interface {
+	Fault
+	StartAnnounced(ctx context.Context, rng *rand.Rand, announce func(targets []string)) (targets []string, err error)
+}
+
 // Freezer stops and resumes whole processes: the cgroup freezer for
 // containers, a gate for in-process clients.
 type Freezer interface {
@@ -193,7 +206,22 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 	slot := fmt.Sprint(lane)
 	for i := 0; ctx.Err() == nil; i++ {
 		f := faults[rng.IntN(len(faults))]
-		targets, err := f.Start(ctx, rng)
+		var targets, announced []string
+		var err error
+		if a, ok := f.(Announcer); ok {
+			targets, err = a.StartAnnounced(ctx, rng, func(ts []string) {
+				if announced != nil {
+					return
+				}
+				announced = ts
+				s.begin(f, ts, slot)
+			})
+		} else {
+			targets, err = f.Start(ctx, rng)
+		}
+		if announced != nil && len(targets) == 0 && err == nil {
+			err = fmt.Errorf("%s announced %s and then hit nothing", f.Name(), words.List(announced))
+		}
 		if err != nil || len(targets) == 0 {
 			msg := "nothing to hit"
 			if err != nil {
@@ -206,7 +234,13 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 				msg += "; heal: " + herr.Error()
 			}
 			if ctx.Err() == nil || err != nil {
-				s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Error: msg})
+				// An announced start ends here: its interval is closed.
+				s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Info, F: f.Name(), Nodes: announced, Error: msg})
+			}
+			if announced != nil {
+				s.mu.Lock()
+				delete(s.active, f.Name()+"#"+slot)
+				s.mu.Unlock()
 			}
 			if err != nil {
 				s.logf("nemesis: %s failed: %v", f.Name(), err)
@@ -216,12 +250,10 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 			}
 			continue
 		}
-		// The fault is in effect from here: its interval starts now.
-		s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: f.Name(), Nodes: targets})
-		s.mu.Lock()
-		s.active[f.Name()+"#"+slot] = activeFault{f.Name(), targets}
-		s.mu.Unlock()
-		s.logf("nemesis: %s %s", f.Name(), strings.Join(targets, ","))
+		if announced == nil {
+			// The fault is in effect from here: its interval starts now.
+			s.begin(f, targets, slot)
+		}
 		lasts := s.Interval
 		if s.FaultDuration != nil {
 			lasts = s.FaultDuration(f)
@@ -249,6 +281,15 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 		}
 	}
 	return nil
+}
+
+// begin records f's start on targets: its interval starts now.
+func (s *Schedule) begin(f Fault, targets []string, slot string) {
+	s.Rec.Record(history.Event{Process: history.NemesisProcess, Type: history.Invoke, F: f.Name(), Nodes: targets})
+	s.mu.Lock()
+	s.active[f.Name()+"#"+slot] = activeFault{f.Name(), targets}
+	s.mu.Unlock()
+	s.logf("nemesis: %s %s", f.Name(), strings.Join(targets, ","))
 }
 
 // heal stops f with a fresh, bounded context: it runs after an interrupt too.

@@ -15,44 +15,121 @@ package nemesis
 // Its process lives in a container of its own beside the node
 // (engine.StartFSLayer), in the node's mount namespace but outside the
 // node's cgroup, so a pause of the node (cgroup freezer) can never freeze
-// the daemon its servers' file operations wait on. A fault's drop is an
-// exec of `check lossyfs drop` in the node, once every process that held
-// a file in the data directory is gone. Only runs that name a power
+// the daemon its servers' file operations wait on. A fault's cut is an
+// exec of `check lossyfs cut` in the node (with `arm` and `wait` first
+// for a cut at an instant or at a sync). Only runs that name a power
 // fault get the layer: every other run is as it was.
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis/lossyfs"
 )
 
 func init() {
-	Register(Kind{Name: "power-loss", Summary: "cut a random server node's power: SIGKILL its lock server, lose what its data directory never fsynced, start it again on heal",
-		Needs: Needs{Docker: true, Servers: 1}, Check: checkPower, Prepare: preparePower,
-		Build: func(_ context.Context, env *Env) (Fault, error) {
-			return newPowerLoss("power-loss", env, env.AllServers, false), nil
-		}})
-	Register(Kind{Name: "power-loss-leader", Summary: "cut the leading server node's power: SIGKILL its lock server, lose what it never fsynced, start it again on heal",
-		Needs: Needs{Docker: true, Servers: 1, Leader: true}, Check: checkPower, Prepare: preparePower,
-		Build: func(_ context.Context, env *Env) (Fault, error) {
-			return newPowerLoss("power-loss-leader", env, env.Leader, false), nil
-		}})
-	Register(Kind{Name: "power-loss-all", Summary: "cut every server node's power at once (a data centre's outage): SIGKILL every lock server, lose what each never fsynced, start them again on heal",
-		Needs: Needs{Docker: true, Servers: 1}, Check: checkPower, Prepare: preparePower,
-		Build: func(_ context.Context, env *Env) (Fault, error) {
-			return newPowerLoss("power-loss-all", env, env.AllServers, true), nil
-		}})
+	for _, k := range []struct {
+		name, summary string
+		leader        bool
+		servers       int
+		pick          powerPick
+	}{
+		{"power-loss", "cut a random server node's power: SIGKILL its lock server, lose what its data directory never fsynced, start it again on heal", false, 1, pickOne},
+		{"power-loss-leader", "cut the leading server node's power: SIGKILL its lock server, lose what it never fsynced, start it again on heal", true, 1, pickOne},
+		{"power-loss-majority", "cut the power of a majority of the server nodes, not all (drawn each time): the same instant in each, lose what each never fsynced, start them again on heal", false, 3, pickMajority},
+		{"power-loss-all", "cut every server node's power at one instant (a data centre's outage): SIGKILL every lock server, lose what each never fsynced, start them again on heal", false, 1, pickAll},
+	} {
+		Register(Kind{Name: k.name, Summary: k.summary, Flags: powerFlags,
+			Needs: Needs{Docker: true, Servers: k.servers, Leader: k.leader}, Check: checkPower, Prepare: preparePower,
+			Build: func(_ context.Context, env *Env) (Fault, error) {
+				targets := env.AllServers
+				if k.leader {
+					targets = env.Leader
+				}
+				return newPowerCut(k.name, env, targets, k.pick)
+			}})
+	}
+}
+
+// The power faults' own flags (docs/power-loss.md).
+var (
+	powerAtFlag = usage.Flag{Name: "power-at", Usage: "when a power fault cuts: random (the schedule's moment, the default), grant (right after a lock grant is acknowledged, before the service's next sync of its log), before-sync:N or after-sync:N (the Nth sync of its log from the fault's start)",
+		Check: func(v string) error { _, err := parsePowerAt(v); return err }}
+	powerLogFlag = usage.Flag{Name: "power-log", Usage: "the files whose syncs --power-at counts: a glob matched against a file's path in the data directory and its base name (default: the backend's log, e.g. *.wal for etcd)",
+		Check: func(v string) error {
+			if _, err := path.Match(v, ""); err != nil {
+				return fmt.Errorf("%q is no glob: %v", v, err)
+			}
+			return nil
+		}}
+	powerTornFlag = usage.Flag{Name: "power-torn", Usage: "what of the unsynced writes a power cut keeps: none (the default: every file back to its last sync), torn-op (the part of one write before a page boundary in it), torn-seq (a random subset of each file's unsynced writes); drawn from the run's seed",
+		Check: func(v string) error { _, err := lossyfs.ParseTorn(v); return err }}
+	powerSilentFlag = usage.Flag{Name: "power-silent", Usage: "true: a node's network drops before its server dies, so its peers and clients see silence, not a reset (as after a real power cut); false (the default): the kill resets its connections",
+		Check: func(v string) error {
+			if v != "" && v != "true" && v != "false" {
+				return fmt.Errorf("%q: true or false", v)
+			}
+			return nil
+		}}
+	powerDirFlag = usage.Flag{Name: "power-dir-entries", Usage: "durable (the default, as lazyfs): creates, renames and unlinks in the data directory survive a power cut at once; need-fsync: those not followed by an fsync of their directory are lost",
+		Check: func(v string) error {
+			if v != "" && v != "durable" && v != "need-fsync" {
+				return fmt.Errorf("%q: durable or need-fsync", v)
+			}
+			return nil
+		}}
+	powerFlags = []usage.Flag{powerAtFlag, powerLogFlag, powerTornFlag, powerSilentFlag, powerDirFlag}
+)
+
+// powerAt is when a power fault cuts (--power-at).
+type powerAt struct {
+	// grant: right after an acquire is acknowledged, before the next
+	// sync of the log.
+	grant bool
+	// n > 0: before (after) the nth sync of the log.
+	n     int
+	after bool
+}
+
+func (a powerAt) aimed() bool { return a.grant || a.n > 0 }
+
+func (a powerAt) String() string {
+	switch {
+	case a.grant:
+		return "grant"
+	case a.n > 0 && a.after:
+		return fmt.Sprintf("after-sync:%d", a.n)
+	case a.n > 0:
+		return fmt.Sprintf("before-sync:%d", a.n)
+	}
+	return "random"
+}
+
+func parsePowerAt(v string) (powerAt, error) {
+	switch v {
+	case "", "random":
+		return powerAt{}, nil
+	case "grant":
+		return powerAt{grant: true}, nil
+	}
+	timing, n, ok := strings.Cut(v, ":")
+	if ok && (timing == "before-sync" || timing == "after-sync") {
+		if k, err := strconv.Atoi(n); err == nil && k >= 1 {
+			return powerAt{n: k, after: timing == "after-sync"}, nil
+		}
+	}
+	return powerAt{}, fmt.Errorf("%q is no moment (accepted: random, grant, before-sync:N, after-sync:N with N 1 or more)", v)
 }
 
 // PowerFaults are the faults that lay the filesystem layer (preparePower).
-var PowerFaults = []string{"power-loss", "power-loss-leader", "power-loss-all"}
+var PowerFaults = []string{"power-loss", "power-loss-leader", "power-loss-majority", "power-loss-all"}
 
 // CutsPower reports whether names include a power fault: the run gets
 // the filesystem layer from its Prepare step.
@@ -78,10 +155,18 @@ func LayPowerLayer(ctx context.Context, env *Env) error {
 }
 
 // checkPower refuses a backend whose servers keep nothing on a disk in
-// their nodes: there is nothing for a power cut to lose beyond a kill.
+// their nodes (there is nothing for a power cut to lose beyond a kill),
+// and an aimed cut with no log to count the syncs of.
 func checkPower(s Settings) error {
 	if s.DataDir == "" {
-		return fmt.Errorf("backend %s's servers keep nothing on a disk in their nodes, so a power cut would lose nothing a kill does not: use kill, or a backend with a data directory (etcd, zookeeper, postgres, redis)", s.Backend)
+		return fmt.Errorf("backend %s's servers keep nothing on a disk in their nodes, so a power cut would lose nothing a kill does not: use kill, or a backend with a data directory (etcd, zookeeper, postgres, redis, nats)", s.Backend)
+	}
+	at, err := parsePowerAt(s.Options["power-at"])
+	if err != nil {
+		return usage.Errorf("power-at", "%v", err)
+	}
+	if at.aimed() && s.Options["power-log"] == "" && s.DataLog == "" {
+		return usage.Errorf("power-log", "--power-at %s counts the syncs of the service's log, and backend %s names none: give --power-log GLOB (its log files' names)", at, s.Backend)
 	}
 	return nil
 }
@@ -91,10 +176,18 @@ func checkPower(s Settings) error {
 func DiskDir(dataDir string) string { return path.Clean(dataDir) + ".disk" }
 
 // preparePower lays the filesystem layer over the data directory in every
-// server node.
+// server node; with --power-torn, one that keeps its unsynced writes;
+// with --power-dir-entries need-fsync, one that journals directory
+// changes until their directory is fsynced.
 func preparePower(ctx context.Context, env *Env) error {
 	dir := env.Settings.DataDir
 	cmd := []string{engine.BinaryPath, "lossyfs", "serve", dir, DiskDir(dir)}
+	if torn, _ := lossyfs.ParseTorn(env.Settings.Options["power-torn"]); torn != lossyfs.TornNone {
+		cmd = append(cmd, "--keep-writes")
+	}
+	if env.Settings.Options["power-dir-entries"] == "need-fsync" {
+		cmd = append(cmd, "--lose-names")
+	}
 	ready := []string{engine.BinaryPath, "lossyfs", "status"}
 	return eachNode(env.ServerNodes, func(n string) error {
 		if err := env.Cluster.StartFSLayer(ctx, n, cmd, ready, 30*time.Second); err != nil {
@@ -103,49 +196,4 @@ func preparePower(ctx context.Context, env *Env) error {
 		env.logf("power: %s's %s is on the filesystem layer (what is not fsynced is lost on a power fault)", n, dir)
 		return nil
 	})
-}
-
-func newPowerLoss(label string, env *Env, targets func(context.Context) ([]string, error), all bool) *Kill {
-	p := &powerCut{cluster: env.Cluster, dir: env.Settings.DataDir, log: env.logf, label: label}
-	return &Kill{Label: label, Cluster: env.Cluster, DB: env.DB, Targets: targets, All: all, AfterKill: p.drop}
-}
-
-// powerCut is what a power fault does in a node once its server is
-// killed.
-type powerCut struct {
-	cluster *engine.Cluster
-	dir     string
-	label   string
-	log     func(format string, args ...any)
-}
-
-// drop waits until no process holds a file in the data directory (the
-// killed server, and any process of it that outlived its kill: a power
-// cut stops them all, so they are SIGKILLed too), then has the layer
-// forget what was never synced.
-func (p *powerCut) drop(ctx context.Context, node string) error {
-	// A process still holding a file there could write into the cache
-	// after the drop: power cuts do not leave stragglers.
-	// One exec, one find per round: a loop of readlinks forks per
-	// descriptor, seconds on a loaded machine, and the history must not
-	// place the fault's start long after the kill.
-	cut := fmt.Sprintf(`dir=%s
-holders() { find /proc/[0-9]*/fd -maxdepth 1 \( -lname "$dir" -o -lname "$dir/*" \) 2>/dev/null | cut -d/ -f3 | sort -u; }
-for i in $(seq 200); do
-  h=$(holders)
-  if [ -z "$h" ]; then exec %s lossyfs drop; fi
-  kill -9 $h 2>/dev/null
-  sleep 0.025
-done
-echo "processes still hold files in $dir after 5 s: $(holders | tr '\n' ' ')"; exit 1`, shellQuote(p.dir), shellQuote(engine.BinaryPath))
-	out, err := script(ctx, p.cluster, node, cut)
-	if err != nil {
-		return fmt.Errorf("dropping what %s never synced: %w", node, err)
-	}
-	var a lossyfs.Answer
-	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &a); err != nil || a.Dropped == nil {
-		return fmt.Errorf("dropping what %s never synced: the layer answered %q", node, strings.TrimSpace(out))
-	}
-	p.log("%s: %s lost what it never synced: %d files, %d KiB of pages", p.label, node, a.Dropped.Files, a.Dropped.Bytes/1024)
-	return nil
 }

@@ -3,7 +3,9 @@ package nemesis_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -121,4 +123,150 @@ grep freezer /proc/$pid/cgroup; grep freezer /proc/1/cgroup`)
 	if w2 := sh(t, c, "n1", "wc -c < "+dir+"/w"); w1 == w2 {
 		t.Errorf("the writer stopped after the pauses (%s bytes)", strings.TrimSpace(w2))
 	}
+}
+
+// writerService is a "lock service" for the power faults' test: a shell
+// loop in each node appending a numbered line to DIR/log.wal and syncing
+// it (coreutils' sync FILE: an fsync), one line a sync, so what survives
+// a cut says exactly which syncs reached the disk.
+type writerService struct{ dir string }
+
+const writerPid = "/tmp/fc-writer.pid"
+
+func (w writerService) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+	_, err := c.Exec(ctx, node, []string{"sh", "-c", "kill -9 $(cat " + writerPid + ") 2>/dev/null; true"})
+	return err
+}
+
+func (w writerService) Start(ctx context.Context, c *engine.Cluster, node string) error {
+	_, err := c.Exec(ctx, node, []string{"sh", "-c", fmt.Sprintf(`cd /; nohup sh -c 'echo $$ > %s; i=$(wc -l < %[2]s/log.wal 2>/dev/null || echo 0); while :; do i=$((i+1)); echo rec$i >> %[2]s/log.wal; sync %[2]s/log.wal; done' >/dev/null 2>&1 &`, writerPid, w.dir)})
+	return err
+}
+
+func (w writerService) Primary(context.Context, *engine.Cluster) (string, error) { return "n1", nil }
+
+// TestDockerPowerCutAimedAndAtOneInstant cuts three nodes' power the two
+// ways a power fault can: aimed (--power-at before-sync:3: each node's
+// layer freezes before the third sync of its log from the fault's start,
+// so its log keeps every line up to the one that sync would have made
+// durable, whole, and not that one) and at the schedule's moment with
+// --power-silent (every layer armed with one instant, each node's
+// network dropped first). The fault's start is announced before anything
+// is done to a node, and Stop brings network and writers back.
+func TestDockerPowerCutAimedAndAtOneInstant(t *testing.T) {
+	c := up(t, 3, false, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const dir = "/var/lib/fencecheck/aimed"
+	nodes := []string{"n1", "n2", "n3"}
+	var mu sync.Mutex
+	var logged []string
+	db := writerService{dir: dir}
+	env := &nemesis.Env{Cluster: c, ServerNodes: nodes, DB: db,
+		Settings: nemesis.Settings{Backend: "test", Docker: true, Servers: 3, DataDir: dir, DataLog: "*.wal",
+			Options: map[string]string{"power-at": "before-sync:3"}},
+		Log: func(format string, args ...any) {
+			mu.Lock()
+			logged = append(logged, fmt.Sprintf(format, args...))
+			mu.Unlock()
+			t.Logf(format, args...)
+		}}
+	if err := nemesis.Prepare(ctx, []string{"power-loss-all"}, env); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if err := db.Start(ctx, c, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cut := func(opts map[string]string) (announcedAt time.Time) {
+		t.Helper()
+		env.Settings.Options = opts
+		faults, err := nemesis.Build(ctx, []string{"power-loss-all"}, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := faults[0].(nemesis.Announcer)
+		time.Sleep(500 * time.Millisecond) // the writers write
+		ts, err := f.StartAnnounced(ctx, rand.New(rand.NewPCG(1, 2)), func(ts []string) {
+			announcedAt = time.Now()
+			if len(ts) != 3 {
+				t.Errorf("announced %v, want every node", ts)
+			}
+		})
+		if err != nil || len(ts) != 3 {
+			t.Fatalf("the cut: %v, %v", ts, err)
+		}
+		for _, n := range nodes {
+			if out := sh(t, c, n, "kill -0 $(cat "+writerPid+") 2>/dev/null && echo alive || echo dead"); out != "dead\n" {
+				t.Errorf("%s's writer is %s after its cut", n, strings.TrimSpace(out))
+			}
+			// Whole lines, numbered without a gap: the cut lost a tail,
+			// never a line in the middle or part of one.
+			log := sh(t, c, n, "cat "+dir+"/log.wal")
+			lines := strings.Split(strings.TrimSuffix(log, "\n"), "\n")
+			for i, l := range lines {
+				if l != fmt.Sprintf("rec%d", i+1) {
+					t.Fatalf("%s's log after the cut: line %d is %q (log %q)", n, i+1, l, log)
+				}
+			}
+		}
+		if opts["power-silent"] == "true" {
+			for _, n := range nodes {
+				res, err := c.ExecPrivileged(ctx, n, []string{"sh", "-c", "iptables -w -S INPUT; iptables -w -S OUTPUT"})
+				if err != nil || strings.Count(res.Stdout, "-j DROP") != 2 {
+					t.Errorf("%s's network during a silent cut: %v %s", n, err, res.Stdout)
+				}
+			}
+		}
+		t.Cleanup(func() { faults[0].Stop(context.Background()) })
+		if err := faults[0].Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return announcedAt
+	}
+
+	start := time.Now()
+	cut(map[string]string{"power-at": "before-sync:3"})
+	mu.Lock()
+	froze := 0
+	for _, l := range logged {
+		if strings.Contains(l, "before sync 3 of log.wal") {
+			froze++
+		}
+	}
+	mu.Unlock()
+	if froze != 3 {
+		t.Errorf("%d nodes froze before the third sync of their log, want 3:\n%s", froze, strings.Join(logged, "\n"))
+	}
+	t.Logf("the aimed cut of three nodes and their restart: %s", time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	mu.Lock()
+	logged = nil
+	mu.Unlock()
+	cut(map[string]string{"power-silent": "true"})
+	mu.Lock()
+	var apart string
+	for _, l := range logged {
+		if _, after, ok := strings.Cut(l, "lay "); ok && strings.Contains(l, "the cuts of") {
+			apart = strings.TrimSuffix(after, " apart")
+		}
+	}
+	mu.Unlock()
+	d, err := time.ParseDuration(apart)
+	if err != nil || d > 250*time.Millisecond {
+		t.Errorf("the cuts at one instant lay %q apart (%v), want within 250ms", apart, err)
+	}
+	for _, n := range nodes {
+		// Stop brought the network back and started the writer again.
+		if out := sh(t, c, n, "kill -0 $(cat "+writerPid+") 2>/dev/null && echo alive || echo dead"); out != "alive\n" {
+			t.Errorf("%s's writer is %s after the heal", n, strings.TrimSpace(out))
+		}
+		res, err := c.ExecPrivileged(ctx, n, []string{"sh", "-c", "iptables -w -S INPUT; iptables -w -S OUTPUT"})
+		if err != nil || strings.Contains(res.Stdout, "DROP") {
+			t.Errorf("%s's network after the heal: %v %s", n, err, res.Stdout)
+		}
+	}
+	t.Logf("the silent cut of three nodes at one instant (%s apart) and their restart: %s", apart, time.Since(start).Round(time.Millisecond))
 }

@@ -117,6 +117,9 @@ type Settings struct {
 	// when they keep nothing on disk there: the power faults lay their
 	// filesystem layer over it.
 	DataDir string
+	// DataLog is a glob naming the service's log files in DataDir, whose
+	// syncs an aimed power cut counts (registry.Info.DataLog).
+	DataLog string
 	// Docker: the run is on a Docker cluster (else in process).
 	Docker bool
 	// Servers is the number of lock-service server nodes (0 in process).

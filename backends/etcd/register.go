@@ -19,6 +19,9 @@ import (
 func init() {
 	registry.Register(registry.Info{
 		DataDir: DataDir,
+		// member/wal/<seq>-<index>.wal, fdatasynced before an entry is
+		// acknowledged.
+		DataLog: "*.wal",
 		Name:    "etcd", Server: "etcd", VersionQuery: VersionQuery, Recipes: Recipes, Storages: []string{"etcd"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		NoClockFaults: "etcd is a static Go binary: libfaketime cannot be preloaded into it, and etcd times its leases on the monotonic clock, " +
 			"which a wall-clock jump does not move, so a clock fault would change nothing here; the clock faults run on redis, postgres and zookeeper",

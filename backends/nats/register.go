@@ -48,7 +48,7 @@ const MinTTL = time.Second
 
 func init() {
 	registry.Register(registry.Info{
-		Name: Name, DataDir: DataDir, Server: "nats-server", VersionQuery: VersionQuery, Recipes: Recipes,
+		Name: Name, DataDir: DataDir, DataLog: "*.blk", Server: "nats-server", VersionQuery: VersionQuery, Recipes: Recipes,
 		Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL:   MinTTL,
 		Versions: []string{VersionModule, VersionDebian},

@@ -17,7 +17,9 @@ func init() {
 	registry.Register(registry.Info{
 		NoExpiredGrants: "the lease recipe grants in one UPDATE that takes only a free or expired row, and an advisory lock belongs to the open connection: neither can be granted on an expired lease",
 		DataDir:         DataDir,
-		Name:            "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		// pg_wal's segments, named by 24 hex digits (timeline first).
+		DataLog: "0000000[0-9A-F]*",
+		Name:    "postgres", Server: "PostgreSQL", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's postgresql package (15)"},
 		AllEndpoints: "PostgreSQL runs one server, so every client already speaks to that one",
 		// The server's socket and its lock file live in SocketDir; a stale

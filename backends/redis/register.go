@@ -21,7 +21,10 @@ func init() {
 	registry.Register(registry.Info{
 		NoExpiredGrants: "the lease begins with the grant (SET … PX): there is no earlier lease that could have expired; a holder whose key expires later is what the fence and the checker see",
 		DataDir:         DataDir,
-		Name:            "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
+		// The AOF: appendonlydir/appendonly.aof.N.incr.aof (Redis 7), or
+		// appendonly.aof.
+		DataLog: "*.aof",
+		Name:    "redis", Server: "Redis", VersionQuery: VersionQuery, Recipes: Recipes, Clusters: []registry.Cluster{registry.ClusterDocker},
 		ServerImage: "the official redis image's layout (redis:7.2 and its kin): its entrypoint runs the command redis-server with fencecheck's arguments, " +
 			"data in " + ImageDataDir + ", port 6379",
 		LocalServerImage: &registry.LocalServerImage{

@@ -144,6 +144,12 @@ type Info struct {
 	// provisioned server's files are long on disk before a power cut. "" when the
 	// servers keep nothing on disk: the power faults are refused.
 	DataDir string
+	// DataLog is a glob (path.Match) naming the files under DataDir
+	// whose sync makes an acknowledged write durable — the service's log
+	// — matched against a file's path under DataDir and its base name:
+	// an aimed power cut (--power-at) counts their syncs. "" when the
+	// backend names none (then --power-log must).
+	DataLog string
 	// ExpiredGrant, when set, tells from an acquire's completion (ok, or a
 	// failure the built-in client made of it) whether the lock service
 	// granted the lock on a lease or session that had already expired —

@@ -14,7 +14,9 @@ func init() {
 	registry.Register(registry.Info{
 		NoExpiredGrants: "a session that expires while its client waits cannot learn that its znode is lowest (every request on it fails), so ZooKeeper never grants the lock on an expired session",
 		DataDir:         DataDir,
-		Name:            "zookeeper", Server: "ZooKeeper", VersionQuery: VersionQuery, Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
+		// version-2/log.<zxid>, the transaction log.
+		DataLog: "log.*",
+		Name:    "zookeeper", Server: "ZooKeeper", VersionQuery: VersionQuery, Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's zookeeper package (3.8)"}, Nodes: []int{3, 5},
 		NodesWhy: "fencecheck sets ZooKeeper up as an ensemble (server.N lines, each node's myid, a leader elected by a quorum); " +
 			"one server would be ZooKeeper's standalone mode, which has no leader or quorum and which this backend does not configure",

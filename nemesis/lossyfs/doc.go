@@ -20,7 +20,15 @@
 //     its own fsync is there after a drop, with the content it last
 //     synced (an empty file, for a file written and renamed without any
 //     fsync: ext4's zero-length file after a crash), and an unlinked
-//     file stays unlinked.
+//     file stays unlinked. Under Options.LoseNames a name change is
+//     journalled until an fsync of its directory, and a cut undoes the
+//     rest (names_linux.go).
+//   - A cut (cut.go) freezes the layer — every call that would change the
+//     disk below waits, every process holding a file is SIGKILLed — on
+//     command, at an instant, or before or after the Nth sync of a file
+//     matching a glob; then drops. Under Options.KeepWrites a cut may keep
+//     part of the unsynced writes (Torn: torn-op, torn-seq).
+//   - A sync that fails partway puts back what it changed below.
 //   - sync(2) and syncfs(2) do not reach a FUSE filesystem, so they sync
 //     nothing here; the services fencecheck tests sync their files one by
 //     one.
@@ -28,8 +36,8 @@
 //     asked for security.capability before every write, one more round
 //     trip through this process per write, and no lock service keeps any.
 //
-// As Jepsen does with lazyfs, the fault SIGKILLs the lock server first
-// and drops the cache after: a drop under a running server would change
+// As Jepsen does with lazyfs, the lock server dies first and the cache
+// is dropped after: a drop under a running server would change
 // files under its open descriptors, which no power cut does.
 //
 // The layer must never lose a synced byte, never write an unsynced byte

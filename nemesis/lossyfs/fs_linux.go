@@ -2,7 +2,9 @@ package lossyfs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,23 +21,44 @@ import (
 // number on the disk below (a file keeps its cache through renames, and
 // through the kernel forgetting and finding its inode again).
 type Layer struct {
-	disk string
+	mount, disk string
+	opts        Options
 
 	mu    sync.Mutex
 	files map[uint64]*entry
+
+	power power
+	// names journals directory changes under Options.LoseNames; nil
+	// otherwise.
+	names *names
 }
 
+// entry is one file's cache, and who uses it.
+//
+// An inode number names a file only while the file exists: once its last
+// name is gone and its last descriptor closed, the disk below may give
+// the number to a new file. So an entry counts the open handles on it;
+// when the last name goes (forget) it is marked gone, and leaves the map
+// when its last handle is released, before the descriptor below is
+// closed, so no new file can meet it.
 type entry struct {
+	ino  uint64
 	file *File
-	// inode is the last FUSE inode the file was written through: a drop
-	// tells the kernel to forget what it cached of it.
+	// inode is the last FUSE inode the file was opened or written
+	// through: a drop tells the kernel to forget what it cached of it.
 	inode *fs.Inode
-	path  string // for Status, as last seen
+	path  string // for Status and a torn cut, as last seen
+	// handles are the open handles on the file; gone: its last name was
+	// removed.
+	handles int
+	gone    bool
 }
 
-func newLayer(disk string) *Layer { return &Layer{disk: disk, files: map[uint64]*entry{}} }
+func newLayer(mount, disk string, opts Options) *Layer {
+	return &Layer{mount: mount, disk: disk, opts: opts, files: map[uint64]*entry{}}
+}
 
-// file is the cache of inode ino, nil when nothing was ever written to it.
+// file is the cache of inode ino, nil when the layer has none.
 func (l *Layer) file(ino uint64) *File {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -45,6 +68,26 @@ func (l *Layer) file(ino uint64) *File {
 	return nil
 }
 
+// entryOf is the entry of the file whose stat is st, made on first use,
+// noting in as its inode and path as its name, as last seen.
+func (l *Layer) entryOf(st *unix.Stat_t, in *fs.Inode, path string) *entry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e := l.files[st.Ino]
+	if e == nil {
+		e = &entry{ino: st.Ino, file: NewFile(st.Size)}
+		if l.opts.KeepWrites {
+			e.file.KeepWrites()
+		}
+		l.files[st.Ino] = e
+	}
+	if in != nil {
+		e.inode = in
+	}
+	e.path = path
+	return e
+}
+
 // fileFor is the cache of the file fd is open on, made (with the disk's
 // size) on first use.
 func (l *Layer) fileFor(fd int, in *fs.Inode, path string) (*File, error) {
@@ -52,65 +95,168 @@ func (l *Layer) fileFor(fd int, in *fs.Inode, path string) (*File, error) {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
-	return l.fileOf(st.Ino, func() (*unix.Stat_t, error) { return &st, nil }, in, path)
+	return l.entryOf(&st, in, path).file, nil
 }
 
-// fileOf is fileFor for a descriptor whose inode number below is known:
-// a write, the commonest call, then costs no fstat once the cache exists
-// (stat is asked only to make it). It notes in as the file's inode and
-// path as its name, as last seen.
-func (l *Layer) fileOf(ino uint64, stat func() (*unix.Stat_t, error), in *fs.Inode, path string) (*File, error) {
+// attach is entryOf for a handle opened on the file: counted until
+// detach.
+func (l *Layer) attach(st *unix.Stat_t, in *fs.Inode, path string) *entry {
+	e := l.entryOf(st, in, path)
+	l.mu.Lock()
+	e.handles++
+	l.mu.Unlock()
+	return e
+}
+
+// detach is a handle on e released: a file whose last name is gone
+// leaves the map with its last handle.
+func (l *Layer) detach(e *entry) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.handles--
+	if e.handles <= 0 && e.gone && l.files[e.ino] == e {
+		delete(l.files, e.ino)
+	}
+}
+
+// forget stops following inode ino: its last name is gone, and once its
+// last descriptor is closed the disk below may hand its number to a new
+// file. Handles still open on it keep its cache until they are released.
+func (l *Layer) forget(ino uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.files[ino]
 	if e == nil {
-		st, err := stat()
-		if err != nil {
-			return nil, err
-		}
-		e = &entry{file: NewFile(st.Size)}
-		l.files[ino] = e
+		return
 	}
-	if in != nil {
-		e.inode = in
+	e.gone = true
+	if e.handles <= 0 {
+		delete(l.files, ino)
 	}
-	e.path = path
-	return e.file, nil
-}
-
-// forget stops following inode ino: its last name is gone, and the disk
-// below may hand its number to a new file. Descriptors still open on it
-// keep its cache.
-func (l *Layer) forget(ino uint64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.files, ino)
 }
 
 // Drop forgets everything unsynced in every file, and tells the kernel
 // to forget what it cached of each file that changed.
 func (l *Layer) Drop() Dropped {
+	d, _ := l.DropTorn(TornNone, 0)
+	return d
+}
+
+// DropTorn is Drop, with what torn keeps of the unsynced writes (drawn
+// from seed: the same files with the same writes keep the same pieces)
+// written to the disk below first. A file whose pieces cannot be written
+// below is dropped whole, and the error says which.
+func (l *Layer) DropTorn(torn Torn, seed uint64) (Dropped, error) {
 	l.mu.Lock()
 	es := make([]*entry, 0, len(l.files))
 	for _, e := range l.files {
 		es = append(es, e)
 	}
 	l.mu.Unlock()
+	// In inode order, so a seed draws the same pieces of the same files.
+	sort.Slice(es, func(i, j int) bool { return es[i].ino < es[j].ino })
+	rng := rand.New(rand.NewPCG(seed, 0x70e4))
+	var opFile *entry
+	opWrite := 0
+	if torn == TornOp {
+		total := 0
+		for _, e := range es {
+			total += e.file.Writes()
+		}
+		if total > 0 {
+			k := rng.IntN(total)
+			for _, e := range es {
+				if n := e.file.Writes(); k < n {
+					opFile, opWrite = e, k
+					break
+				} else {
+					k -= n
+				}
+			}
+		}
+	}
 	var d Dropped
+	var errs []error
 	for _, e := range es {
-		b, changed := e.file.Drop()
+		var keep func([]Write) []Write
+		switch {
+		case torn == TornSeq && e.file.Writes() > 0:
+			keep = keepSeq(rng)
+		case e == opFile:
+			keep = func(ws []Write) []Write {
+				if opWrite < len(ws) {
+					return tear(ws[opWrite], rng)
+				}
+				return nil
+			}
+		}
+		var b, kept int64
+		var changed bool
+		if keep == nil {
+			b, changed = e.file.Drop()
+		} else {
+			fd, err := l.openBelow(e)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: no torn write kept: %w", e.path, err))
+				b, changed = e.file.Drop()
+			} else {
+				b, kept, changed, err = e.file.DropKeeping(disk(fd), keep)
+				unix.Close(fd)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: writing what a torn cut keeps: %w", e.path, err))
+				}
+			}
+		}
 		if !changed {
 			continue
 		}
 		d.Files++
 		d.Bytes += b
+		d.Kept += kept
 		if e.inode != nil {
 			// Data and attributes: the size the kernel holds is the
 			// cache's, not the disk's.
 			e.inode.NotifyContent(0, 0)
 		}
 	}
-	return d
+	return d, errors.Join(errs...)
+}
+
+// openBelow opens e's file on the disk below: at its path as last seen,
+// or, renamed since, wherever the disk below has its inode now.
+func (l *Layer) openBelow(e *entry) (int, error) {
+	open := func(p string) (int, error) {
+		fd, err := unix.Open(p, unix.O_RDWR|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Ino != e.ino {
+			unix.Close(fd)
+			return -1, fmt.Errorf("inode %d is no longer at %s", e.ino, p)
+		}
+		return fd, nil
+	}
+	if fd, err := open(filepath.Join(l.disk, e.path)); err == nil {
+		return fd, nil
+	}
+	found := ""
+	filepath.WalkDir(l.disk, func(p string, de os.DirEntry, err error) error {
+		if err != nil || found != "" || !de.Type().IsRegular() {
+			return nil
+		}
+		if info, err := de.Info(); err == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Ino == e.ino {
+				found = p
+				return filepath.SkipAll
+			}
+		}
+		return nil
+	})
+	if found == "" {
+		return -1, fmt.Errorf("inode %d is nowhere on the disk below", e.ino)
+	}
+	return open(found)
 }
 
 // Unsynced lists the files with something unsynced, by path under the
@@ -162,6 +308,11 @@ var (
 	_ fs.NodeUnlinker       = (*node)(nil)
 	_ fs.NodeRenamer        = (*node)(nil)
 	_ fs.NodeCopyFileRanger = (*node)(nil)
+	_ fs.NodeMkdirer        = (*node)(nil)
+	_ fs.NodeRmdirer        = (*node)(nil)
+	_ fs.NodeLinker         = (*node)(nil)
+	_ fs.NodeSymlinker      = (*node)(nil)
+	_ fs.NodeMknoder        = (*node)(nil)
 	_ fs.FileReader         = (*handle)(nil)
 	_ fs.FileWriter         = (*handle)(nil)
 	_ fs.FileFsyncer        = (*handle)(nil)
@@ -194,6 +345,9 @@ func (n *node) Getattr(ctx context.Context, f fs.FileHandle, out *fuse.AttrOut) 
 // Setattr keeps a size change in the cache and passes the rest (mode,
 // owner, times: metadata, which goes to disk at once) through.
 func (n *node) Setattr(ctx context.Context, f fs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if errno := n.layer.gate(); errno != 0 {
+		return errno
+	}
 	if size, ok := in.GetSize(); ok {
 		fd, closeFd := -1, false
 		if h, ok := f.(*handle); ok {
@@ -234,23 +388,21 @@ func openFlags(flags uint32) (disk int, trunc, syncWrites bool) {
 }
 
 func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.layer.gate(); errno != 0 {
+		return nil, 0, errno
+	}
 	diskFlags, trunc, _ := openFlags(flags)
 	fd, err := unix.Open(n.diskPath(), diskFlags|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, 0, fs.ToErrno(err)
 	}
-	h, err := newHandle(fd, n, flags)
+	h, err := newHandle(fd, n, n.EmbeddedInode(), n.rel(), flags)
 	if err != nil {
 		unix.Close(fd)
 		return nil, 0, fs.ToErrno(err)
 	}
 	if trunc {
-		file, err := n.layer.fileFor(fd, n.EmbeddedInode(), n.rel())
-		if err != nil {
-			unix.Close(fd)
-			return nil, 0, fs.ToErrno(err)
-		}
-		file.Truncate(0)
+		h.e.file.Truncate(0)
 	}
 	return h, 0, 0
 }
@@ -258,8 +410,13 @@ func (n *node) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 // Create makes the file on the disk below at once (the namespace is not
 // cached); its content starts in the cache.
 func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.layer.gate(); errno != 0 {
+		return nil, nil, 0, errno
+	}
 	p := filepath.Join(n.diskPath(), name)
 	diskFlags, trunc, _ := openFlags(flags)
+	var before unix.Stat_t
+	isNew := unix.Lstat(p, &before) != nil
 	fd, err := unix.Open(p, diskFlags|unix.O_CREAT|unix.O_NOFOLLOW, mode)
 	if err != nil {
 		return nil, nil, 0, fs.ToErrno(err)
@@ -276,18 +433,16 @@ func (n *node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	child := n.layer.newNode(n.RootData, n.EmbeddedInode(), name, &st).(*node)
 	ch := n.NewInode(ctx, child, fs.StableAttr{Mode: st.Mode, Ino: st.Ino})
-	h, err := newHandle(fd, child, flags)
+	h, err := newHandle(fd, child, ch, filepath.Join(n.rel(), name), flags)
 	if err != nil {
 		unix.Close(fd)
 		return nil, nil, 0, fs.ToErrno(err)
 	}
 	if trunc {
-		file, err := n.layer.fileFor(fd, ch, filepath.Join(n.rel(), name))
-		if err != nil {
-			unix.Close(fd)
-			return nil, nil, 0, fs.ToErrno(err)
-		}
-		file.Truncate(0)
+		h.e.file.Truncate(0)
+	}
+	if isNew {
+		n.made(name, false)
 	}
 	out.FromStat(&st)
 	n.layer.sized(&out.Attr)
@@ -308,6 +463,12 @@ func (n *node) lastLink(dir, name string) uint64 {
 }
 
 func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if errno := n.layer.gate(); errno != 0 {
+		return errno
+	}
+	if n.layer.names != nil {
+		return n.removeAside(name, false)
+	}
 	ino := n.lastLink(n.diskPath(), name)
 	errno := n.LoopbackNode.Unlink(ctx, name)
 	if errno == 0 && ino != 0 {
@@ -317,6 +478,12 @@ func (n *node) Unlink(ctx context.Context, name string) syscall.Errno {
 }
 
 func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if errno := n.layer.gate(); errno != 0 {
+		return errno
+	}
+	if np, ok := newParent.(*node); ok && n.layer.names != nil {
+		return n.renameJournalled(name, np, newName, flags)
+	}
 	var ino uint64
 	if np, ok := newParent.(*node); ok && flags&unix.RENAME_EXCHANGE == 0 {
 		ino = n.lastLink(np.diskPath(), newName)
@@ -326,6 +493,63 @@ func (n *node) Rename(ctx context.Context, name string, newParent fs.InodeEmbedd
 		n.layer.forget(ino)
 	}
 	return errno
+}
+
+// Mkdir, Rmdir, Link, Symlink and Mknod are the loopback's, held while
+// the power is cut like every call that changes the disk below.
+
+func (n *node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.layer.gate(); errno != 0 {
+		return nil, errno
+	}
+	in, errno := n.LoopbackNode.Mkdir(ctx, name, mode, out)
+	if errno == 0 {
+		n.made(name, true)
+	}
+	return in, errno
+}
+
+func (n *node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if errno := n.layer.gate(); errno != 0 {
+		return errno
+	}
+	if n.layer.names != nil {
+		return n.removeAside(name, true)
+	}
+	return n.LoopbackNode.Rmdir(ctx, name)
+}
+
+func (n *node) Link(ctx context.Context, target fs.InodeEmbedder, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.layer.gate(); errno != 0 {
+		return nil, errno
+	}
+	in, errno := n.LoopbackNode.Link(ctx, target, name, out)
+	if errno == 0 {
+		n.made(name, false)
+	}
+	return in, errno
+}
+
+func (n *node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.layer.gate(); errno != 0 {
+		return nil, errno
+	}
+	in, errno := n.LoopbackNode.Symlink(ctx, target, name, out)
+	if errno == 0 {
+		n.made(name, false)
+	}
+	return in, errno
+}
+
+func (n *node) Mknod(ctx context.Context, name string, mode, dev uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
+	if errno := n.layer.gate(); errno != 0 {
+		return nil, errno
+	}
+	in, errno := n.LoopbackNode.Mknod(ctx, name, mode, dev, out)
+	if errno == 0 {
+		n.made(name, false)
+	}
+	return in, errno
 }
 
 // CopyFileRange is refused as not implemented, so the kernel copies
@@ -338,7 +562,7 @@ func (n *node) CopyFileRange(context.Context, fs.FileHandle, uint64, *fs.Inode, 
 // written through the file's cache.
 type handle struct {
 	fd         int
-	ino        uint64 // on the disk below
+	e          *entry // the file's cache
 	node       *node
 	syncWrites bool // opened O_SYNC or O_DSYNC
 	dataOnly   bool // O_DSYNC without O_SYNC: each write is an fdatasync
@@ -402,32 +626,20 @@ func (d dataDisk) Sync() error { return unix.Fdatasync(int(d.disk)) }
 // fsyncDataOnly is FUSE's FUSE_FSYNC_FDATASYNC: the fsync is an fdatasync.
 const fsyncDataOnly = 1
 
-func newHandle(fd int, n *node, flags uint32) (*handle, error) {
+// newHandle is a handle on fd, open on the file in is and path names,
+// attached to the file's cache.
+func newHandle(fd int, n *node, in *fs.Inode, path string, flags uint32) (*handle, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err
 	}
 	_, _, syncWrites := openFlags(flags)
-	return &handle{fd: fd, ino: st.Ino, node: n, syncWrites: syncWrites, dataOnly: flags&unix.O_SYNC != unix.O_SYNC}, nil
-}
-
-func (h *handle) cached() *File { return h.node.layer.file(h.ino) }
-
-// stat is the file below as the descriptor sees it now.
-func (h *handle) stat() (*unix.Stat_t, error) {
-	var st unix.Stat_t
-	err := unix.Fstat(h.fd, &st)
-	return &st, err
+	e := n.layer.attach(&st, in, path)
+	return &handle{fd: fd, e: e, node: n, syncWrites: syncWrites, dataOnly: flags&unix.O_SYNC != unix.O_SYNC}, nil
 }
 
 func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	var n int
-	var err error
-	if f := h.cached(); f != nil {
-		n, err = f.ReadAt(disk(h.fd), dest, off)
-	} else {
-		n, err = disk(h.fd).ReadAt(dest, off)
-	}
+	n, err := h.e.file.ReadAt(disk(h.fd), dest, off)
 	if err != nil {
 		return nil, fs.ToErrno(err)
 	}
@@ -435,13 +647,17 @@ func (h *handle) Read(_ context.Context, dest []byte, off int64) (fuse.ReadResul
 }
 
 func (h *handle) Write(_ context.Context, data []byte, off int64) (uint32, syscall.Errno) {
-	f, err := h.node.layer.fileOf(h.ino, h.stat, h.node.EmbeddedInode(), h.node.rel())
-	if err != nil {
-		return 0, fs.ToErrno(err)
+	l := h.node.layer
+	if errno := l.gate(); errno != 0 {
+		return 0, errno
 	}
+	f := h.e.file
 	n, err := f.WriteAt(disk(h.fd), data, off)
 	if err == nil && h.syncWrites {
-		err = f.Sync(h.syncer(h.dataOnly))
+		// A synced write is a sync the trigger counts.
+		if errno := l.synced(h.e, func() error { return f.Sync(h.syncer(h.dataOnly)) }); errno != 0 {
+			return 0, errno
+		}
 	}
 	if err != nil {
 		return 0, fs.ToErrno(err)
@@ -459,22 +675,28 @@ func (h *handle) Write(_ context.Context, data []byte, off int64) (uint32, sysca
 // did, the disk below holds what it should and was synced: a second sync
 // of it would make one synchronous write cost two.
 func (h *handle) Fsync(_ context.Context, flags uint32) syscall.Errno {
+	l := h.node.layer
+	if errno := l.gate(); errno != 0 {
+		return errno
+	}
 	dataOnly := flags&fsyncDataOnly != 0
 	d := h.syncer(dataOnly)
-	if f := h.cached(); f != nil {
-		if h.syncWrites && (dataOnly || !h.dataOnly) && !f.Dirty() {
-			return 0
-		}
-		return fs.ToErrno(f.Sync(d))
+	f := h.e.file
+	if h.syncWrites && (dataOnly || !h.dataOnly) && !f.Dirty() {
+		return 0
 	}
-	return fs.ToErrno(d.Sync())
+	return l.synced(h.e, func() error { return f.Sync(d) })
 }
 
 // Flush (a close) writes nothing: closing a file does not make it
 // durable.
 func (h *handle) Flush(context.Context) syscall.Errno { return 0 }
 
+// Release detaches the handle from the file's cache before it closes the
+// descriptor below: until then the file's inode number cannot go to
+// another file.
 func (h *handle) Release(context.Context) syscall.Errno {
+	h.node.layer.detach(h.e)
 	return fs.ToErrno(unix.Close(h.fd))
 }
 
@@ -492,6 +714,9 @@ func (h *handle) Getattr(_ context.Context, out *fuse.AttrOut) syscall.Errno {
 // kept in the cache like writes; space reservation alone
 // (FALLOC_FL_KEEP_SIZE) does nothing.
 func (h *handle) Allocate(_ context.Context, off, size uint64, mode uint32) syscall.Errno {
+	if errno := h.node.layer.gate(); errno != 0 {
+		return errno
+	}
 	keep := mode&unix.FALLOC_FL_KEEP_SIZE != 0
 	zero := mode&(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0
 	if mode&^(unix.FALLOC_FL_KEEP_SIZE|unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_ZERO_RANGE) != 0 {
@@ -500,10 +725,7 @@ func (h *handle) Allocate(_ context.Context, off, size uint64, mode uint32) sysc
 	if keep && !zero {
 		return 0
 	}
-	f, err := h.node.layer.fileFor(h.fd, h.node.EmbeddedInode(), h.node.rel())
-	if err != nil {
-		return fs.ToErrno(err)
-	}
+	f := h.e.file
 	end := int64(off + size)
 	if zero {
 		limit := end
@@ -532,12 +754,18 @@ func (h *handle) Lseek(context.Context, uint64, uint32) (uint64, syscall.Errno) 
 // be inside dir), with the kernel's permission checks and access for
 // every user (the lock servers run as their own users). It mounts with
 // mount(2) itself, as root: no fusermount.
-func Mount(dir, disk string) (*fuse.Server, *Layer, error) {
+func Mount(dir, disk string, opts Options) (*fuse.Server, *Layer, error) {
 	var st syscall.Stat_t
-	if err := syscall.Stat(disk, &st); err != nil {
+	err := syscall.Stat(disk, &st)
+	if err != nil {
 		return nil, nil, err
 	}
-	l := newLayer(disk)
+	l := newLayer(filepath.Clean(dir), disk, opts)
+	if opts.LoseNames {
+		if l.names, err = newNames(disk); err != nil {
+			return nil, nil, fmt.Errorf("making the place unlinked files wait in: %w", err)
+		}
+	}
 	root := &fs.LoopbackRoot{Path: disk, Dev: uint64(st.Dev), NewNode: l.newNode}
 	rn := l.newNode(root, nil, "", &st)
 	root.RootNode = rn

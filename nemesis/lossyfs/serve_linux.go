@@ -2,6 +2,7 @@ package lossyfs
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -29,7 +31,7 @@ const Ready = "lossyfs: mounted"
 // processors spun looking for work between requests, on a 2-core machine
 // the lock servers' CPU: etcd's ops/s on the layer rose 6 % with one
 // (docs/benchmarks.md, "The power faults' filesystem layer").
-func Serve(dir, disk, socket string, log io.Writer) error {
+func Serve(dir, disk, socket string, opts Options, log io.Writer) error {
 	runtime.GOMAXPROCS(1)
 	for _, d := range []string{dir, disk, filepath.Dir(socket)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -39,7 +41,7 @@ func Serve(dir, disk, socket string, log io.Writer) error {
 	if err := fuseDevice(); err != nil {
 		return err
 	}
-	srv, l, err := Mount(dir, disk)
+	srv, l, err := Mount(dir, disk, opts)
 	if err != nil {
 		return fmt.Errorf("mounting the layer at %s over %s: %w", dir, disk, err)
 	}
@@ -63,16 +65,73 @@ func Serve(dir, disk, socket string, log io.Writer) error {
 	return nil
 }
 
-// answer runs one command against l.
-func (l *Layer) answer(cmd string) Answer {
-	switch strings.TrimSpace(cmd) {
+// answer runs one command against l (Commands).
+func (l *Layer) answer(line string) Answer {
+	words := strings.Fields(line)
+	if len(words) == 0 {
+		return Answer{Error: "an empty command"}
+	}
+	args, err := parseArgs(words[1:])
+	if err != nil {
+		return Answer{Error: err.Error()}
+	}
+	torn, err := ParseTorn(args["torn"])
+	if err != nil {
+		return Answer{Error: err.Error()}
+	}
+	if torn != TornNone && !l.opts.KeepWrites {
+		return Answer{Error: fmt.Sprintf("torn=%s needs the layer to keep its writes (serve --keep-writes)", torn)}
+	}
+	var seed uint64
+	if v, ok := args["seed"]; ok {
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			return Answer{Error: fmt.Sprintf("seed=%q is no number", v)}
+		}
+	}
+	switch words[0] {
 	case CmdDrop:
-		d := l.Drop()
+		d, err := l.DropTorn(torn, seed)
+		if err != nil {
+			return Answer{Error: err.Error(), Dropped: &d}
+		}
 		return Answer{OK: true, Dropped: &d}
 	case CmdStatus:
 		return Answer{OK: true, Unsynced: l.Unsynced()}
+	case CmdArm:
+		t, err := ParseTrigger(args)
+		if err == nil {
+			err = l.Arm(t)
+		}
+		if err != nil {
+			return Answer{Error: err.Error()}
+		}
+		return Answer{OK: true}
+	case CmdDisarm:
+		l.Disarm()
+		return Answer{OK: true}
+	case CmdWait:
+		timeout := 10 * time.Second
+		if v, ok := args["timeout"]; ok {
+			if timeout, err = time.ParseDuration(v); err != nil {
+				return Answer{Error: fmt.Sprintf("timeout=%q is no duration", v)}
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		f, err := l.Wait(ctx)
+		if err != nil {
+			return Answer{Error: err.Error()}
+		}
+		return Answer{OK: true, Freeze: f}
+	case CmdCut:
+		f, d, err := l.Cut(torn, seed)
+		a := Answer{OK: err == nil, Freeze: &f, Dropped: &d}
+		if err != nil {
+			a.Error = err.Error()
+		}
+		return a
 	}
-	return Answer{Error: fmt.Sprintf("unknown command %q (accepted: %s, %s)", strings.TrimSpace(cmd), CmdDrop, CmdStatus)}
+	return Answer{Error: fmt.Sprintf("unknown command %q (accepted: %s)", words[0], strings.Join(Commands, ", "))}
 }
 
 // listen answers commands on ln until it is closed.
@@ -84,7 +143,7 @@ func (l *Layer) listen(ln net.Listener) {
 		}
 		go func() {
 			defer c.Close()
-			c.SetDeadline(time.Now().Add(30 * time.Second))
+			c.SetDeadline(time.Now().Add(10 * time.Minute))
 			line, err := bufio.NewReader(c).ReadString('\n')
 			if err != nil {
 				return

@@ -8,6 +8,6 @@ import (
 )
 
 // Serve needs Linux's FUSE.
-func Serve(dir, disk, socket string, log io.Writer) error {
+func Serve(dir, disk, socket string, _ Options, log io.Writer) error {
 	return errors.New("the filesystem layer runs on Linux only")
 }
