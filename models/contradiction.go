@@ -128,8 +128,10 @@ type Contradictions struct {
 // crashFaults are the faults that stop a lock server's process, so that
 // it keeps only what it had made durable (or, for a failover, what the
 // promoted replica had): the nemesis words and the event a lock service's
-// own failover is recorded as.
-var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "failover"}
+// own failover is recorded as. A failpoint counts: armed to panic, it
+// stops the server at the place in its code it names (nemesis's failpoint
+// fault), and its heal starts it again.
+var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "failover", "failpoint"}
 
 // CrashFaults lists the faults Crash holds to be crashes.
 func CrashFaults() []string { return slices.Clone(crashFaults) }

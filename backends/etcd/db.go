@@ -65,24 +65,46 @@ type DB struct {
 	TestID  string
 	// UnsafeNoFsync runs the servers with --unsafe-no-fsync.
 	UnsafeNoFsync bool
-	arch          string // the engine's, for an on-demand build (Prepare)
-	image         string // the user's server image (--server-image), "" for the node image's etcd
-	nodes         []string
-	ips           map[string]string
+	// Failpoints runs the failpoint build (failpoints.go), its endpoint
+	// on FailpointPort.
+	Failpoints bool
+	arch       string // the engine's, for an on-demand build (Prepare)
+	image      string // the user's server image (--server-image), "" for the node image's etcd
+	nodes      []string
+	ips        map[string]string
 }
 
-func (d *DB) binary() string { return Versions[d.Version] }
+func (d *DB) binary() string {
+	if d.Failpoints {
+		return failpointBinary(d.Version)
+	}
+	return Versions[d.Version]
+}
 
 // Prepare compiles (or finds in the cache) an on-demand build before the
 // cluster exists, so the minute it may take shows in the image phase with
 // its progress.
 func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error {
-	if !onDemand(d.Version) {
+	if !d.compiled() {
 		return nil
 	}
 	d.arch = arch
-	_, err := images.EtcdBinary(ctx, d.Version, arch, progress)
+	_, err := d.build(ctx, arch, progress)
 	return err
+}
+
+// compiled says whether the servers run a build compiled for the run
+// (an on-demand release, or any failpoint build) rather than one the
+// node image carries.
+func (d *DB) compiled() bool { return onDemand(d.Version) || d.Failpoints }
+
+// build is the compiled binary the servers run (compiled says there is
+// one): the plain build or the failpoint build.
+func (d *DB) build(ctx context.Context, arch string, progress io.Writer) ([]byte, error) {
+	if d.Failpoints {
+		return images.EtcdFailpointBinary(ctx, d.Version, arch, progress)
+	}
+	return images.EtcdBinary(ctx, d.Version, arch, progress)
 }
 
 func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
@@ -96,7 +118,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 		return err
 	}
 	d.ips = ips
-	if onDemand(d.Version) && d.image == "" {
+	if d.compiled() && d.image == "" {
 		if err := d.copyBinary(ctx, c, nodes); err != nil {
 			return err
 		}
@@ -124,7 +146,7 @@ func (d *DB) copyBinary(ctx context.Context, c *engine.Cluster, nodes []string) 
 			return err
 		}
 	}
-	bin, err := images.EtcdBinary(ctx, d.Version, arch, nil)
+	bin, err := d.build(ctx, arch, nil)
 	if err != nil {
 		return err
 	}
@@ -193,7 +215,7 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 		}
 		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
-	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{Env: d.failpointEnv()})
 }
 
 func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
@@ -294,7 +316,11 @@ func (d *DB) Info() map[string]string {
 	if d.image != "" {
 		return map[string]string{"lock service": fmt.Sprintf("etcd from image %s on %s", d.image, strings.Join(d.nodes, ", "))}
 	}
-	return map[string]string{"lock service": fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))}
+	what := fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))
+	if d.Failpoints {
+		what += fmt.Sprintf(", failpoints (gofail %s) on port %d", images.GofailVersion, FailpointPort)
+	}
+	return map[string]string{"lock service": what}
 }
 
 // AskVersion asks node's server its version on its client port's /version
