@@ -212,7 +212,7 @@ func moduleCacheDir(ctx context.Context, module, version string) (string, error)
 		return "", err
 	}
 	defer os.RemoveAll(tmp)
-	out, err := goCommand(ctx, tmp, nil, "mod", "download", "-json", module+"@"+version)
+	out, err := goTool(ctx, tmp, nil, "mod", "download", "-json", module+"@"+version)
 	var m struct{ Dir, Error string }
 	if jerr := json.Unmarshal(out, &m); jerr == nil && m.Error != "" {
 		return "", fmt.Errorf("go mod download %s@%s: %s", module, version, m.Error)
@@ -226,11 +226,11 @@ func moduleCacheDir(ctx context.Context, module, version string) (string, error)
 	return m.Dir, nil
 }
 
-// goCommand runs the host's go with args in dir, with the build
+// goTool runs the host's go with args in dir, with the build
 // configuration every fencecheck compile shares (CGO_ENABLED=0, no VCS
 // stamping, no workspace) and no -mod flag of the user's; it returns
 // stdout. progress, when set, gets its stderr as it comes.
-func goCommand(ctx context.Context, dir string, progress io.Writer, args ...string) ([]byte, error) {
+func goTool(ctx context.Context, dir string, progress io.Writer, args ...string) ([]byte, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return nil, &noToolchainError{}
@@ -390,10 +390,10 @@ func buildEtcdFailpoints(ctx context.Context, version string, files map[string]s
 		return nil, fmt.Errorf("copying %s out of the module cache: %w", src.dir, err)
 	}
 	fmt.Fprintf(progress, "compose: gofail enable over %s (%d failpoints)\n", strings.Join(src.packages, ", "), len(src.failpoints))
-	if _, err := goCommand(ctx, server, progress, append([]string{"run", GofailModule + "@" + GofailVersion, "enable"}, src.packages...)...); err != nil {
+	if _, err := goTool(ctx, server, progress, append([]string{"run", GofailModule + "@" + GofailVersion, "enable"}, src.packages...)...); err != nil {
 		return nil, fmt.Errorf("gofail enable: %w", err)
 	}
-	if _, err := goCommand(ctx, server, progress, "mod", "edit", "-require="+GofailModule+"@"+GofailVersion); err != nil {
+	if _, err := goTool(ctx, server, progress, "mod", "edit", "-require="+GofailModule+"@"+GofailVersion); err != nil {
 		return nil, err
 	}
 	if err := os.Mkdir(wrapper, 0o755); err != nil {
@@ -404,10 +404,10 @@ func buildEtcdFailpoints(ctx context.Context, version string, files map[string]s
 			return nil, err
 		}
 	}
-	if _, err := goCommand(ctx, wrapper, progress, "mod", "edit", "-replace="+etcdServerModule+"=../server"); err != nil {
+	if _, err := goTool(ctx, wrapper, progress, "mod", "edit", "-replace="+etcdServerModule+"=../server"); err != nil {
 		return nil, err
 	}
-	if _, err := goCommand(ctx, wrapper, progress, "get", GofailModule+"@"+GofailVersion); err != nil {
+	if _, err := goTool(ctx, wrapper, progress, "get", GofailModule+"@"+GofailVersion); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "compose: compiling etcd %s with failpoints (linux/%s, CGO_ENABLED=0)\n", version, archOrAmd64(goarch))
