@@ -521,9 +521,18 @@ func rowVersions(be registry.Info, list []string) ([]string, error) {
 		return []string{""}, nil
 	}
 	for _, v := range list {
-		if !slices.Contains(be.Versions, v) {
-			return nil, usage.Errorf("server-versions", "backend %s has no server version %q (accepted: %s)", be.Name, v, strings.Join(be.Versions, ", "))
+		if slices.Contains(be.Versions, v) {
+			continue
 		}
+		// An exact release (etcd 3.5.4): whether the proxy serves it
+		// is asked when the cell is resolved, before the first run.
+		if r := be.Releases; r != nil {
+			if err := r.Check(v); err == nil {
+				continue
+			}
+			return nil, usage.Errorf("server-versions", "backend %s has no server version %q (accepted: %s, or %s)", be.Name, v, strings.Join(be.Versions, ", "), r.What)
+		}
+		return nil, usage.Errorf("server-versions", "backend %s has no server version %q (accepted: %s)", be.Name, v, strings.Join(be.Versions, ", "))
 	}
 	return list, nil
 }

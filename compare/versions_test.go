@@ -45,7 +45,7 @@ func TestExpandServerVersionsRefusals(t *testing.T) {
 		spec Spec
 		want string
 	}{
-		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.3"}}, `backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7)`},
+		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.3"}}, `backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7, or an exact etcd release`},
 		{Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.5", "3.5"}}, "3.5 is listed twice"},
 		{Spec{Backends: []string{"zookeeper", "redis"}, ServerVersions: []string{"3.5"}}, "no backend of the matrix has several server builds"},
 	} {

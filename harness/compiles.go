@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/docker/docker/client"
@@ -18,7 +19,8 @@ import (
 // Docker run would otherwise compile on first use: every server build a
 // backend prepares before its cluster exists (backends.Preparer: etcd 3.5
 // and 3.7, kube-apiserver, …) and every backend's own agent program
-// (registry.Info.Agent) for the check binary that runs the tests. Each
+// (registry.Info.Agent) for the check binary that runs the tests, and
+// the exact releases the tests run (registry.Releases.Prepared). Each
 // compile is a step of out, and each lands in the user's cache, where
 // every later run and test finds it: `check image build --all` calls it,
 // so CI pays each compile once, up front, in a line with its time.
@@ -53,6 +55,9 @@ func CompileAll(ctx context.Context, cli *client.Client, out io.Writer) error {
 		versions := b.Versions
 		if len(versions) == 0 {
 			versions = []string{registry.DefaultVersion}
+		}
+		if b.Releases != nil {
+			versions = append(slices.Clone(versions), b.Releases.Prepared...)
 		}
 		for _, v := range versions {
 			db, _, err := b.NewDB(registry.Setup{Recipe: b.Recipes[0], ServerVersion: v, Nodes: 3, LeaseTTL: 2 * time.Second})

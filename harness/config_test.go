@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
+	"github.com/fencecheck/fencecheck/compose/images"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -149,7 +150,9 @@ func TestServerVersionRecordsTheDefault(t *testing.T) {
 		{"etcd", "3.4", "3.4", ""},
 		{"etcd", "3.5", "3.5", ""},
 		{"etcd", "3.7", "3.7", ""},
-		{"etcd", "3.3", "", `--server-version: backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7, or default for 3.6)`},
+		{"etcd", "3.3", "", `--server-version: backend etcd has no server version "3.3" (accepted: 3.6, 3.4, 3.5, 3.7, default for 3.6, or ` + images.EtcdReleasesAccepted + `): "3.3" is not an exact etcd release (major.minor.patch)`},
+		{"etcd", "3.5.4", "3.5.4", ""},
+		{"nats", "2.10.22", "2.10.22", ""},
 		{"zookeeper", "", "default", ""},
 		{"zookeeper", "default", "default", ""},
 		{"zookeeper", "3.9", "", "--server-version: backend zookeeper has one server build (Debian's zookeeper package (3.8)); drop the flag"},

@@ -99,6 +99,9 @@ func resolve(cfg Config, client *clientdir.Client) (*Test, error) {
 	if err := t.validate(); err != nil {
 		return nil, err
 	}
+	if err := t.checkReleaseServed(); err != nil {
+		return nil, err
+	}
 	t.servers = t.countServers()
 	return t, nil
 }

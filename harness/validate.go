@@ -83,6 +83,9 @@ func (c *Config) checkStorage(b registry.Info) error {
 func (c *Config) checkServerVersion(b registry.Info) error {
 	defaultVersion := c.ServerVersion == "" || c.ServerVersion == registry.DefaultVersion
 	if len(b.Versions) > 0 && !defaultVersion && !slices.Contains(b.Versions, c.ServerVersion) {
+		if b.Releases != nil {
+			return checkRelease(c.Backend, c.ServerVersion, b)
+		}
 		return usage.Errorf("server-version", "backend %s has no server version %q (accepted: %s, or %s for %s)", c.Backend, c.ServerVersion,
 			strings.Join(b.Versions, ", "), registry.DefaultVersion, b.Versions[0])
 	}
@@ -252,7 +255,11 @@ func (c *Config) checkNodes(b registry.Info) error {
 		return usage.Errorf("nodes", "backend %s runs one server; drop the flag", c.Backend)
 	}
 	if (c.Cluster == registry.ClusterDocker || c.Given["nodes"]) && !slices.Contains(b.Nodes, c.Nodes) {
-		return usage.Errorf("nodes", "backend %s cannot run on %d server nodes (accepted: %s)", c.Backend, c.Nodes, joinInts(b.Nodes))
+		why := ""
+		if b.NodesWhy != "" {
+			why = ": " + b.NodesWhy
+		}
+		return usage.Errorf("nodes", "backend %s cannot run on %s (accepted: %s)%s", c.Backend, words.Plural(c.Nodes, "server node"), joinInts(b.Nodes), why)
 	}
 	return nil
 }

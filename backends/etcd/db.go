@@ -61,7 +61,7 @@ func TTLSeconds(ttl time.Duration) (secs int, clamped bool) {
 
 // DB runs etcd on the server nodes as one static cluster.
 type DB struct {
-	Version string // a key of Versions
+	Version string // a key of Versions, or an exact release (images.EtcdRelease)
 	TestID  string
 	// UnsafeNoFsync runs the servers with --unsafe-no-fsync.
 	UnsafeNoFsync bool
@@ -74,9 +74,16 @@ type DB struct {
 	ips        map[string]string
 }
 
+// binary is the server's path in the nodes: the failpoint build's when
+// the run arms failpoints, Versions' for a named build,
+// /usr/local/bin/etcd-3.5.4 for an exact release (compiled for the run,
+// as 3.5 and 3.7 are).
 func (d *DB) binary() string {
 	if d.Failpoints {
 		return failpointBinary(d.Version)
+	}
+	if images.IsEtcdRelease(d.Version) {
+		return "/usr/local/bin/" + images.EtcdBinaryName(d.Version)
 	}
 	return Versions[d.Version]
 }

@@ -3,7 +3,6 @@ package etcd
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
@@ -26,7 +25,7 @@ const FailpointPort = 22381
 var failpoints = &registry.Failpoints{
 	List: listFailpoints,
 	Port: FailpointPort,
-	What: fmt.Sprintf("etcd built with gofail %s (gofail enable over the packages etcd's own failpoint builds name), for the releases compiled from the Go module proxy (%s)",
+	What: fmt.Sprintf("etcd built with gofail %s (gofail enable over the packages etcd's own failpoint builds name), for the releases compiled from the Go module proxy (%s, and every exact release)",
 		images.GofailVersion, strings.Join(images.EtcdFailpointVersions(), ", ")),
 }
 
@@ -38,16 +37,15 @@ func failpointBinary(version string) string {
 
 // hasFailpointBuild says why version has no failpoint build, or nil.
 func hasFailpointBuild(version string) error {
-	vs := images.EtcdFailpointVersions()
-	if slices.Contains(vs, version) {
+	if images.HasEtcdFailpointBuild(version) == nil {
 		return nil
 	}
 	why := "it is not compiled here"
 	if version == "3.4" {
 		why = "it is Debian's package, whose source fencecheck does not rebuild"
 	}
-	return fmt.Errorf("etcd %s has no failpoint build (%s): failpoints need a release compiled from the Go module proxy, --server-version %s",
-		version, why, registry.OrList(vs))
+	return fmt.Errorf("etcd %s has no failpoint build (%s): failpoints need a release compiled from the Go module proxy, --server-version %s, or %s",
+		version, why, registry.OrList(images.EtcdFailpointVersions()), images.EtcdReleasesAccepted)
 }
 
 // listFailpoints names the failpoints of s's release, from its source.

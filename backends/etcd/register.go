@@ -30,7 +30,20 @@ func init() {
 		MinTTL:      100 * time.Millisecond, Versions: []string{"3.6", "3.4", "3.5", "3.7"},
 		Builds: map[string]string{"3.6": "etcd 3.6 built from the Go module proxy into the node image", "3.4": "Debian's etcd-server package (3.4.23)",
 			"3.5": "etcd 3.5 built from the Go module proxy on first use (cached)", "3.7": "etcd 3.7 built from the Go module proxy on first use (cached)"},
-		Nodes: []int{3, 5},
+		Releases: &registry.Releases{What: images.EtcdReleasesAccepted,
+			Check: func(v string) error { _, err := images.EtcdRelease(v); return err },
+			Served: func(ctx context.Context, v string) (string, error) {
+				r, err := images.EtcdRelease(v)
+				if err != nil {
+					return "", err
+				}
+				return r.ProxyAnswer(ctx)
+			},
+			// TestDockerEtcdExactReleaseOnOneMember's.
+			Prepared: []string{"3.5.4"}},
+		// One member is a cluster of one, as etcd's own single-node bugs
+		// (14370) need; the faults that need more servers say so.
+		Nodes: []int{1, 3, 5},
 		// A --client program may keep the resource in etcd as well,
 		// behind its own guarded transaction.
 		ClientStorages: map[string]*registry.ClientStorage{"etcd": clientStorage},

@@ -61,8 +61,9 @@ type DB struct {
 	// or "default" for the server's own (an fsync every 2 minutes), or
 	// "always".
 	Sync string
-	// Version is the --server-version: VersionModule ("" too), compiled
-	// and copied into the nodes, or VersionDebian, the node image's.
+	// Version is the --server-version: VersionModule ("" too) or an exact
+	// release (Release), compiled and copied into the nodes, or
+	// VersionDebian, the node image's.
 	Version string
 
 	arch  string // the engine's, from Prepare
@@ -76,7 +77,11 @@ func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error
 	if d.debian() {
 		return nil
 	}
-	_, err := Server.Binary(ctx, arch, progress)
+	s, err := d.build()
+	if err != nil {
+		return err
+	}
+	_, err = s.Binary(ctx, arch, progress)
 	return err
 }
 
@@ -111,8 +116,11 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 				return err
 			}
 		}
-		var err error
-		if bin, err = Server.Binary(ctx, arch, nil); err != nil {
+		s, err := d.build()
+		if err != nil {
+			return err
+		}
+		if bin, err = s.Binary(ctx, arch, nil); err != nil {
 			return err
 		}
 	}
@@ -393,7 +401,7 @@ func (d *DB) Info() map[string]string {
 	if d.Sync == SyncAlways {
 		sync = "sync_interval always"
 	}
-	build := Server.Version + ", built from the module proxy"
+	build := d.buildVersion() + ", built from the module proxy"
 	if d.debian() {
 		build = DebianVersion + ", Debian's package"
 	}

@@ -54,7 +54,18 @@ func init() {
 		Versions: []string{VersionModule, VersionDebian},
 		Builds: map[string]string{VersionModule: "nats-server " + ServerVersion + " built from the Go module proxy on first use (cached)",
 			VersionDebian: "Debian's nats-server package (" + DebianVersion + "), which has no sync_interval"},
+		Releases: &registry.Releases{What: ReleasesAccepted,
+			Check: func(v string) error { _, err := Release(v); return err },
+			Served: func(ctx context.Context, v string) (string, error) {
+				r, err := Release(v)
+				if err != nil {
+					return "", err
+				}
+				return r.ProxyAnswer(ctx)
+			}},
 		Nodes: []int{3, 5},
+		NodesWhy: "fencecheck sets nats-server up as a JetStream cluster (cluster routes between the servers, the bucket replicated on each); " +
+			"one server would be standalone JetStream, which this backend does not configure",
 		NoClockFaults: "nats-server is a Go binary, whose runtime reads the clock itself rather than through libc (the 2.15 build is static; Debian's 2.9 links libc, but not for its clock): libfaketime cannot move it, so a clock fault would not reach " +
 			"the servers that expire the bucket's keys; the clock faults run on redis, postgres and zookeeper",
 		NoExpiredGrants: "the lease begins with the grant: Create writes the key, and the bucket's TTL runs from that write, so there is no earlier lease that could have expired",

@@ -105,7 +105,14 @@ type Info struct {
 	// Builds says what each server build is, by Versions entry, for
 	// --help and the docs ("etcd 3.6.x built from the Go module proxy");
 	// a backend with one build describes it under DefaultVersion.
-	Builds     map[string]string
+	Builds map[string]string
+	// Releases, when set, lets --server-version name an exact release of
+	// the server beside Versions (etcd 3.5.4), compiled on first use.
+	Releases *Releases
+	// NodesWhy says why the counts missing from Nodes are refused (one
+	// server for a backend that sets its servers up as a cluster), for
+	// the error; "" for none.
+	NodesWhy   string
 	Nodes      []int
 	FixedNodes string
 	// ClientNodes are the server counts a --client program may ask for
@@ -273,6 +280,9 @@ func Register(b Info) {
 	if a := b.Agent; a != nil && (a.Name == "" || !strings.HasPrefix(a.Package, "./") || a.What == "") {
 		panic(fmt.Sprintf("registry: backend %q: its agent program needs a name, a ./package and a description", b.Name))
 	}
+	if r := b.Releases; r != nil && (r.What == "" || r.Check == nil || r.Served == nil || len(b.Versions) == 0) {
+		panic(fmt.Sprintf("registry: backend %q: its exact releases need a description, a check and a question to the proxy, beside named Versions", b.Name))
+	}
 	if b.OneEndpoint == (b.AllEndpoints != "") {
 		panic(fmt.Sprintf("registry: backend %q: say either OneEndpoint or why not (AllEndpoints)", b.Name))
 	}
@@ -377,6 +387,9 @@ func VersionUsage() string {
 				s += ": " + what
 			}
 			vs = append(vs, s)
+		}
+		if b.Releases != nil {
+			vs = append(vs, "or "+b.Releases.What)
 		}
 		parts = append(parts, b.Name+" "+strings.Join(vs, "; "))
 	}

@@ -16,6 +16,8 @@ func init() {
 		DataDir:         DataDir,
 		Name:            "zookeeper", Server: "ZooKeeper", VersionQuery: VersionQuery, Recipes: []string{"lock"}, Clusters: []registry.Cluster{registry.ClusterDocker},
 		MinTTL: MinTTL, Builds: map[string]string{registry.DefaultVersion: "Debian's zookeeper package (3.8)"}, Nodes: []int{3, 5},
+		NodesWhy: "fencecheck sets ZooKeeper up as an ensemble (server.N lines, each node's myid, a leader elected by a quorum); " +
+			"one server would be ZooKeeper's standalone mode, which has no leader or quorum and which this backend does not configure",
 		OneEndpoint: true, // every server of the ensemble serves sessions and forwards writes to the leader
 		Flags:       []usage.Flag{ForceSyncFlag},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {

@@ -27,7 +27,14 @@ func TestBadCombinationsCreateNothing(t *testing.T) {
 		"nodes on memory docker":    {[]string{"--backend", "memory", "--cluster", "docker", "--nodes", "3"}, "nodes", "drop the flag"},
 		"nodes on postgres":         {[]string{"--backend", "postgres", "--nodes", "5"}, "nodes", "backend postgres runs one server"},
 		"nodes on redis":            {[]string{"--backend", "redis", "--recipe", "redlock", "--nodes", "5"}, "nodes", "--recipe"},
-		"nodes 0 on etcd":           {[]string{"--backend", "etcd", "--nodes", "0"}, "nodes", "accepted: 3, 5"},
+		"nodes 0 on etcd":           {[]string{"--backend", "etcd", "--nodes", "0"}, "nodes", "accepted: 1, 3, 5"},
+		"one nats server":           {[]string{"--backend", "nats", "--nodes", "1"}, "nodes", "one server would be standalone JetStream"},
+		"one zookeeper server":      {[]string{"--backend", "zookeeper", "--nodes", "1"}, "nodes", "ZooKeeper's standalone mode"},
+		"etcd 3.4.23 exactly":       {[]string{"--backend", "etcd", "--server-version", "3.4.23"}, "server-version", "3.4 is Debian's package"},
+		"etcd v3.5.4":               {[]string{"--backend", "etcd", "--server-version", "v3.5.4"}, "server-version", "not an exact etcd release"},
+		"etcd 3.5.98 unserved":      {[]string{"--backend", "etcd", "--server-version", "3.5.98"}, "server-version", "does not serve etcd 3.5.98"},
+		"nats 2.9.10 exactly":       {[]string{"--backend", "nats", "--server-version", "2.9.10"}, "server-version", "2.9 is Debian's package"},
+		"nats 2.10.99 unserved":     {[]string{"--backend", "nats", "--server-version", "2.10.99"}, "server-version", "does not serve nats-server 2.10.99"},
 		"nodes 4 on zookeeper":      {[]string{"--backend", "zookeeper", "--nodes", "4"}, "nodes", "accepted: 3, 5"},
 		"pause-duration 0":          {[]string{"--nemesis", "pause", "--pause-duration", "0"}, "pause-duration", "must be positive"},
 		"pause-duration no fault":   {[]string{"--nemesis", "none", "--pause-duration", "3s"}, "pause-duration", "--nemesis none"},
@@ -38,6 +45,9 @@ func TestBadCombinationsCreateNothing(t *testing.T) {
 		"no-fsync on etcd 3.4":      {[]string{"--backend", "etcd", "--server-version", "3.4", "--etcd-unsafe-no-fsync", "true"}, "etcd-unsafe-no-fsync", "came with 3.5"},
 		"force-sync maybe":          {[]string{"--backend", "zookeeper", "--zookeeper-force-sync", "maybe"}, "zookeeper-force-sync", "yes or no"},
 	}
+	// An exact release is asked of the module proxy: here one with
+	// nothing in it, so no release is served.
+	t.Setenv("GOPROXY", "file://"+t.TempDir())
 	for name, c := range cases {
 		base := t.TempDir()
 		store := filepath.Join(base, "store")

@@ -49,12 +49,20 @@ var etcdBuilt struct {
 }
 
 // EtcdBinary returns the etcd binary of version (a key of
-// EtcdModuleVersions) for linux/goarch: from this process, from the
-// user's cache, or compiled there now with the host's Go toolchain
-// (a minute or two the first time). Progress goes to progress.
+// EtcdModuleVersions, or an exact release such as 3.5.4: EtcdRelease) for
+// linux/goarch: from this process, from the user's cache, or compiled
+// there now with the host's Go toolchain (a minute or two the first
+// time). Progress goes to progress.
 func EtcdBinary(ctx context.Context, version, goarch string, progress io.Writer) ([]byte, error) {
+	if IsEtcdRelease(version) {
+		r, err := EtcdRelease(version)
+		if err != nil {
+			return nil, err
+		}
+		return r.Binary(ctx, goarch, progress)
+	}
 	if _, ok := etcdModules[version]; !ok {
-		return nil, fmt.Errorf("no etcd wrapper module for version %q (accepted: %s)", version, strings.Join(EtcdModuleVersions(), ", "))
+		return nil, fmt.Errorf("no etcd wrapper module for version %q (accepted: %s, or %s)", version, strings.Join(EtcdModuleVersions(), ", "), EtcdReleasesAccepted)
 	}
 	if progress == nil {
 		progress = io.Discard

@@ -66,10 +66,6 @@ const (
 	GofailVersion = "v0.2.0"
 )
 
-// etcdServerModule is the module a wrapper requires and the failpoint
-// build replaces by its rewritten copy.
-const etcdServerModule = "go.etcd.io/etcd/server/v3"
-
 // etcdFailpointPackages are the server module's packages etcd's failpoint
 // builds run gofail over, by their directory in the module: build.sh's
 // toggle_failpoints of the 3.5 line (etcdserver, lease, lease/leasehttp,
@@ -106,27 +102,59 @@ type Failpoint struct {
 // the nodes: etcd-3.5-failpoints.
 func EtcdFailpointBinaryName(version string) string { return EtcdBinaryName(version) + "-failpoints" }
 
-// EtcdFailpointVersions are the releases with a failpoint build: those
-// compiled from the Go module proxy (a wrapper module), whose source is
-// there to rewrite.
+// EtcdFailpointVersions are the series builds with a failpoint build:
+// those compiled from the Go module proxy (a wrapper module), whose
+// source is there to rewrite. Every exact release (EtcdRelease) has one
+// too.
 func EtcdFailpointVersions() []string {
 	var out []string
 	for _, v := range EtcdModuleVersions() {
-		if _, err := etcdWrapper(v); err == nil {
+		if _, err := etcdFailpointModule(v); err == nil {
 			out = append(out, v)
 		}
 	}
 	return out
 }
 
-// etcdWrapper is the wrapper module's files of version, the plain build's
-// (etcdModules); an error names the versions that have one.
-func etcdWrapper(version string) (map[string]string, error) {
+// HasEtcdFailpointBuild says why version has no failpoint build, or nil:
+// a series build compiled from the proxy and every exact release from
+// 3.5.0 on have one.
+func HasEtcdFailpointBuild(version string) error {
+	_, err := etcdFailpointModule(version)
+	return err
+}
+
+// failpointModule is what the failpoint build of a release starts from:
+// the wrapper module the plain build compiles, and the server module's
+// version in it.
+type failpointModule struct {
+	// files are the wrapper module's files: a series build's embedded
+	// module, or an exact release's generated go.mod and main.go
+	// (Release), which `go mod tidy` completes as the plain build does.
+	files  map[string]string
+	server string // "v3.5.36"
+	tidy   bool
+}
+
+// etcdFailpointModule is version's wrapper module and server release; an
+// error names the builds that have one.
+func etcdFailpointModule(version string) (failpointModule, error) {
+	if IsEtcdRelease(version) {
+		r, err := EtcdRelease(version)
+		if err != nil {
+			return failpointModule{}, err
+		}
+		return failpointModule{files: map[string]string{"go.mod": r.goMod(), "main.go": r.Main}, server: "v" + r.Version, tidy: true}, nil
+	}
 	files, ok := etcdModules[version]
 	if !ok {
-		return nil, fmt.Errorf("no etcd wrapper module for version %q (accepted: %s)", version, strings.Join(EtcdModuleVersions(), ", "))
+		return failpointModule{}, fmt.Errorf("no etcd build %q to rebuild with failpoints (accepted: %s, or %s)", version, strings.Join(EtcdModuleVersions(), ", "), EtcdReleasesAccepted)
 	}
-	return files, nil
+	mv, err := serverModuleVersion(files["go.mod"])
+	if err != nil {
+		return failpointModule{}, fmt.Errorf("etcd %s: %w", version, err)
+	}
+	return failpointModule{files: files, server: mv}, nil
 }
 
 // serverModuleVersion is the server module's version a wrapper's go.mod
@@ -175,14 +203,11 @@ func etcdFailpointSource(ctx context.Context, version string) (failpointSource, 
 	if src, ok := failpointSources.byVersion[version]; ok {
 		return src, nil
 	}
-	files, err := etcdWrapper(version)
+	m, err := etcdFailpointModule(version)
 	if err != nil {
 		return failpointSource{}, err
 	}
-	mv, err := serverModuleVersion(files["go.mod"])
-	if err != nil {
-		return failpointSource{}, fmt.Errorf("etcd %s: %w", version, err)
-	}
+	mv := m.server
 	dir, err := moduleCacheDir(ctx, etcdServerModule, mv)
 	if err != nil {
 		return failpointSource{}, fmt.Errorf("etcd %s's source: %w", version, err)
@@ -228,16 +253,21 @@ func moduleCacheDir(ctx context.Context, module, version string) (string, error)
 
 // goTool runs the host's go with args in dir, with the build
 // configuration every fencecheck compile shares (CGO_ENABLED=0, no VCS
-// stamping, no workspace) and no -mod flag of the user's; it returns
-// stdout. progress, when set, gets its stderr as it comes.
+// stamping, no workspace), no -mod flag of the user's, and modules from
+// the module proxy alone, as a release's plain build (moduleProxy); it
+// returns stdout. progress, when set, gets its stderr as it comes.
 func goTool(ctx context.Context, dir string, progress io.Writer, args ...string) ([]byte, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return nil, &noToolchainError{}
 	}
+	proxy, err := moduleProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, gobin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-buildvcs=false", "GOWORK=off", "GOPROXY="+proxy)
 	var stdout bytes.Buffer
 	var stderr strings.Builder
 	cmd.Stdout = &stdout
@@ -308,7 +338,7 @@ func readFailpoints(fsys fs.FS) (packages []string, fps []Failpoint, err error) 
 // from this process, from the user's cache (beside the plain binary,
 // under its own name), or compiled there now (a minute or two, once).
 func EtcdFailpointBinary(ctx context.Context, version, goarch string, progress io.Writer) ([]byte, error) {
-	files, err := etcdWrapper(version)
+	m, err := etcdFailpointModule(version)
 	if err != nil {
 		return nil, err
 	}
@@ -322,7 +352,7 @@ func EtcdFailpointBinary(ctx context.Context, version, goarch string, progress i
 		return b, nil
 	}
 	out := buildOutputOf(progress)
-	path := etcdFailpointCachePath(version, files, goarch)
+	path := etcdFailpointCachePath(version, m.files, goarch)
 	if path != "" {
 		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 			fmt.Fprintf(out, "compose: etcd %s with failpoints (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
@@ -330,7 +360,7 @@ func EtcdFailpointBinary(ctx context.Context, version, goarch string, progress i
 		}
 	}
 	step := out.Begin(fmt.Sprintf("etcd %s failpoint build (gofail enable, go build)", version))
-	b, err := buildEtcdFailpoints(ctx, version, files, goarch, step)
+	b, err := buildEtcdFailpoints(ctx, version, m, goarch, step)
 	if err != nil {
 		return nil, step.Fail(err, ctx.Err() != nil)
 	}
@@ -372,7 +402,7 @@ func etcdFailpointCachePath(version string, files map[string]string, goarch stri
 
 // buildEtcdFailpoints makes the failpoint build in a temporary directory
 // (the layout is the file's comment above).
-func buildEtcdFailpoints(ctx context.Context, version string, files map[string]string, goarch string, progress io.Writer) ([]byte, error) {
+func buildEtcdFailpoints(ctx context.Context, version string, m failpointModule, goarch string, progress io.Writer) ([]byte, error) {
 	start := time.Now()
 	src, err := etcdFailpointSource(ctx, version)
 	if err != nil {
@@ -399,7 +429,7 @@ func buildEtcdFailpoints(ctx context.Context, version string, files map[string]s
 	if err := os.Mkdir(wrapper, 0o755); err != nil {
 		return nil, err
 	}
-	for name, text := range files {
+	for name, text := range m.files {
 		if err := os.WriteFile(filepath.Join(wrapper, name), []byte(text), 0o644); err != nil {
 			return nil, err
 		}
@@ -407,12 +437,25 @@ func buildEtcdFailpoints(ctx context.Context, version string, files map[string]s
 	if _, err := goTool(ctx, wrapper, progress, "mod", "edit", "-replace="+etcdServerModule+"=../server"); err != nil {
 		return nil, err
 	}
-	if _, err := goTool(ctx, wrapper, progress, "get", GofailModule+"@"+GofailVersion); err != nil {
+	if m.tidy {
+		// An exact release's module is completed as its plain build's is
+		// (Release.build), gofail's requirement with it.
+		if _, err := goTool(ctx, wrapper, progress, "mod", "edit", "-require="+GofailModule+"@"+GofailVersion); err != nil {
+			return nil, err
+		}
+		if _, err := goTool(ctx, wrapper, progress, "mod", "tidy"); err != nil {
+			return nil, err
+		}
+	} else if _, err := goTool(ctx, wrapper, progress, "get", GofailModule+"@"+GofailVersion); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "compose: compiling etcd %s with failpoints (linux/%s, CGO_ENABLED=0)\n", version, archOrAmd64(goarch))
+	proxy, err := moduleProxy(ctx)
+	if err != nil {
+		return nil, err
+	}
 	b, err := staticGoBuild(ctx, staticBuild{Dir: wrapper, Pkg: ".", Name: EtcdFailpointBinaryName(version), GoArch: goarch,
-		LdFlags: "-s -w", GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off"}, Trimpath: true}, progress)
+		LdFlags: "-s -w", GoFlags: "-mod=readonly -buildvcs=false", Env: []string{"GOWORK=off", "GOPROXY=" + proxy}, Trimpath: true}, progress)
 	var noGo *noToolchainError
 	switch {
 	case errors.As(err, &noGo):

@@ -36,28 +36,30 @@ func TestReadFailpoints(t *testing.T) {
 	}
 }
 
-// Every release with a wrapper module has a failpoint build, and each
-// wrapper names the server module's release the build copies.
+// Every series build with a wrapper module and every exact release has a
+// failpoint build, each naming the server module's release it copies.
 func TestEtcdFailpointVersionsNameTheirServerModule(t *testing.T) {
 	vs := EtcdFailpointVersions()
 	if len(vs) != len(EtcdModuleVersions()) {
 		t.Errorf("failpoint builds for %v, want every wrapper module's release %v", vs, EtcdModuleVersions())
 	}
 	for _, v := range vs {
-		files, err := etcdWrapper(v)
+		m, err := etcdFailpointModule(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		mv, err := serverModuleVersion(files["go.mod"])
-		if err != nil {
-			t.Fatalf("etcd %s: %v", v, err)
-		}
-		if !strings.HasPrefix(mv, "v"+v+".") {
+		if mv := m.server; !strings.HasPrefix(mv, "v"+v+".") || m.tidy {
 			t.Errorf("etcd %s's wrapper requires %s %s", v, etcdServerModule, mv)
 		}
 	}
-	if _, err := etcdWrapper("3.4"); err == nil {
-		t.Error("3.4 (Debian's) has a wrapper module")
+	if HasEtcdFailpointBuild("3.4") == nil || HasEtcdFailpointBuild("3.4.23") == nil || HasEtcdFailpointBuild("4.0") == nil {
+		t.Error("3.4 (Debian's) or an unknown series has a failpoint build")
+	}
+	// An exact release's failpoint build starts from the module its
+	// plain build generates, completed by go mod tidy.
+	m, err := etcdFailpointModule("3.5.4")
+	if err != nil || m.server != "v3.5.4" || !m.tidy || !strings.Contains(m.files["go.mod"], etcdServerModule+" v3.5.4") || m.files["main.go"] == "" {
+		t.Errorf("3.5.4: %+v, %v", m, err)
 	}
 }
 
@@ -79,11 +81,11 @@ func TestServerModuleVersion(t *testing.T) {
 // The failpoint build is cached under a name of its own, never the plain
 // binary's.
 func TestEtcdFailpointCachePathIsItsOwn(t *testing.T) {
-	files, err := etcdWrapper("3.5")
+	m, err := etcdFailpointModule("3.5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fp, plain := etcdFailpointCachePath("3.5", files, "amd64"), etcdCachePath("3.5", "amd64")
+	fp, plain := etcdFailpointCachePath("3.5", m.files, "amd64"), etcdCachePath("3.5", "amd64")
 	if fp == "" || plain == "" {
 		t.Skip("no user cache directory")
 	}
