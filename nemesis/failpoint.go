@@ -383,7 +383,10 @@ func (f *Failpoint) request(ctx context.Context, node, method, body string) (int
 		return 0, "", err
 	}
 	if res.ExitCode != 0 {
-		return 0, "", fmt.Errorf("the endpoint on port %d did not answer: %s", f.Port, strings.TrimSpace(res.Stderr))
+		if strings.Contains(res.Stderr, "Connection refused") {
+			return 0, "", fmt.Errorf("its failpoint endpoint (port %d) refused the connection", f.Port)
+		}
+		return 0, "", fmt.Errorf("its failpoint endpoint (port %d) did not answer: %s", f.Port, strings.Join(strings.Fields(res.Stderr), " "))
 	}
 	return parseHTTPAnswer(res.Stdout)
 }
