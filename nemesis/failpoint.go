@@ -11,8 +11,9 @@ package nemesis
 // HTTP endpoint on Settings.FailpointPort in every server node. The fault
 // arms --failpoint NAME=ACTION there (PUT /NAME), on one server, the
 // leader or every server (--failpoint-target), either on the nemesis
-// schedule or the moment a lock grant is acknowledged
-// (--failpoint-when grant). Its heal disarms what still runs (DELETE
+// schedule or at a holder just granted the lock (--failpoint-when grant:
+// stopped after its read under the lock, before its write, until the
+// failpoint is armed — holderAim, as pause-holder aims). Its heal disarms what still runs (DELETE
 // /NAME) and starts again every server the failpoint took down — Kill's
 // restart — after dropping what its data directory never fsynced when
 // --failpoint-crash power-loss asks (the power faults' layer, power.go),
@@ -31,11 +32,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -73,7 +72,7 @@ var (
 		Usage: "which servers the failpoint fault arms: one (a random server, the default), leader (the one that leads then) or all",
 		Check: wordIn(FailpointOne, FailpointLeader, FailpointAll)}
 	failpointWhenFlag = usage.Flag{Name: "failpoint-when",
-		Usage: "when the failpoint fault arms: schedule (on the nemesis schedule, the default) or grant (the moment the next lock grant is acknowledged)",
+		Usage: "when the failpoint fault arms: schedule (on the nemesis schedule, the default) or grant (at a holder granted the lock and stopped after its read under it, before its write, so its write is the next the servers take)",
 		Check: wordIn(FailpointOnSchedule, FailpointOnGrant)}
 	failpointCrashFlag = usage.Flag{Name: "failpoint-crash",
 		Usage: "what a server the failpoint took down loses before it starts again: restart (nothing: a process crash, the default) or power-loss (what its data directory never fsynced, through the power faults' filesystem layer)",
@@ -117,8 +116,8 @@ func init() {
 				f.All = true
 			}
 			if s.Options[failpointWhenFlag.Name] == FailpointOnGrant {
-				f.grants = &grantWatch{}
-				env.Observe(f.grants.Observe)
+				f.aim = &holderAim{Claims: env.Claims}
+				env.Observe(f.aim.Observe)
 			}
 			if s.Options[failpointCrashFlag.Name] == FailpointPowerLoss {
 				f.cut = &powerCut{cluster: env.Cluster, dir: s.DataDir, log: env.logf, label: "failpoint"}
@@ -239,9 +238,9 @@ type Failpoint struct {
 	Targets func(ctx context.Context) ([]string, error)
 	All     bool
 
-	grants *grantWatch // --failpoint-when grant; nil on the schedule
-	cut    *powerCut   // --failpoint-crash power-loss; nil: a restart
-	log    func(format string, args ...any)
+	aim *holderAim // --failpoint-when grant; nil on the schedule
+	cut *powerCut  // --failpoint-crash power-loss; nil: a restart
+	log func(format string, args ...any)
 
 	mu    sync.Mutex
 	armed []string // the nodes armed and not healed yet
@@ -255,12 +254,32 @@ func (f *Failpoint) logf(format string, args ...any) {
 	}
 }
 
-// Start arms the failpoint on its targets: now, or the moment the next
-// lock grant is acknowledged.
+// Start arms the failpoint on its targets: now, or (--failpoint-when
+// grant) at a holder granted the lock and stopped at its write-checked
+// failpoint after its read under it (holderAim, as pause-holder aims),
+// let go once the failpoint is armed, so that the holder's write is the
+// next write the servers take.
 func (f *Failpoint) Start(ctx context.Context, rng *rand.Rand) ([]string, error) {
-	if f.grants != nil && !f.grants.next(ctx) {
-		return nil, nil
+	if f.aim == nil {
+		return f.arm(ctx, rng)
 	}
+	var ts []string
+	done, err := f.aim.at(ctx, func(process int) error {
+		var err error
+		ts, err = f.arm(ctx, rng)
+		if err == nil && len(ts) > 0 {
+			f.logf("failpoint: armed while process %d, granted the lock, waited to write", process)
+		}
+		return err
+	})
+	if !done {
+		return nil, err
+	}
+	return ts, err
+}
+
+// arm arms the failpoint on its targets now.
+func (f *Failpoint) arm(ctx context.Context, rng *rand.Rand) ([]string, error) {
 	var ts []string
 	if f.All {
 		all, err := f.Targets(ctx)
@@ -404,46 +423,4 @@ func parseHTTPAnswer(answer string) (int, string, error) {
 		return 0, "", fmt.Errorf("the endpoint answered %q", status)
 	}
 	return code, body, nil
-}
-
-// grantWatch is a history observer that wakes the fault at the next
-// acknowledged lock grant (an ok acquire) once it is waiting for one.
-type grantWatch struct {
-	waiting atomic.Bool
-	once    sync.Once
-	granted chan struct{}
-}
-
-func (g *grantWatch) init() { g.once.Do(func() { g.granted = make(chan struct{}, 1) }) }
-
-// Observe never blocks.
-func (g *grantWatch) Observe(e history.Event) {
-	g.init()
-	if e.IsNemesis() || e.F != history.Acquire || e.Type != history.OK {
-		return
-	}
-	if !g.waiting.CompareAndSwap(true, false) {
-		return
-	}
-	select {
-	case g.granted <- struct{}{}:
-	default:
-	}
-}
-
-// next waits for the next acknowledged grant; false when ctx ends first.
-func (g *grantWatch) next(ctx context.Context) bool {
-	g.init()
-	select { // a grant seen while no one waited does not count
-	case <-g.granted:
-	default:
-	}
-	g.waiting.Store(true)
-	select {
-	case <-ctx.Done():
-		g.waiting.Store(false)
-		return false
-	case <-g.granted:
-		return true
-	}
 }

@@ -1,13 +1,10 @@
 package nemesis
 
 import (
-	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -125,39 +122,5 @@ func TestParseHTTPAnswer(t *testing.T) {
 		if _, _, err := parseHTTPAnswer(a); err == nil {
 			t.Errorf("%q read as an answer", a)
 		}
-	}
-}
-
-// --failpoint-when grant wakes at the first ok acquire recorded while it
-// waits: not at one recorded before, not at a read or a failed acquire.
-func TestGrantWatchWakesAtTheNextGrant(t *testing.T) {
-	g := &grantWatch{}
-	g.Observe(history.Event{Process: 1, Type: history.OK, F: history.Acquire, Token: 5}) // before anyone waits
-	woke := make(chan bool, 1)
-	go func() { woke <- g.next(context.Background()) }()
-	for !g.waiting.Load() {
-		time.Sleep(time.Millisecond)
-	}
-	g.Observe(history.Event{Process: 1, Type: history.OK, F: history.Read})
-	g.Observe(history.Event{Process: 2, Type: history.Fail, F: history.Acquire})
-	g.Observe(history.Event{Process: history.NemesisProcess, Type: history.OK, F: history.Acquire})
-	select {
-	case <-woke:
-		t.Fatal("woke before a grant")
-	case <-time.After(50 * time.Millisecond):
-	}
-	g.Observe(history.Event{Process: 3, Type: history.OK, F: history.Acquire, Token: 9})
-	select {
-	case ok := <-woke:
-		if !ok {
-			t.Error("next returned false at a grant")
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("did not wake at a grant")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	if g.next(ctx) {
-		t.Error("next returned true on an ended context")
 	}
 }
