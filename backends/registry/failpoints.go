@@ -22,4 +22,8 @@ type Failpoints struct {
 	// What says what the failpoint build is, for --help and errors
 	// ("etcd built with gofail enable over …").
 	What string
+	// Prepared are the builds fencecheck's own tests run with failpoints
+	// (its Docker tests): `check image build --all` compiles their
+	// failpoint builds up front, as it compiles Releases.Prepared.
+	Prepared []string
 }
