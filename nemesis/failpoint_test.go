@@ -124,3 +124,23 @@ func TestParseHTTPAnswer(t *testing.T) {
 		}
 	}
 }
+
+// --power-layer adds no second layer where the failpoint fault lays one.
+func TestLaysPowerLayer(t *testing.T) {
+	crash := map[string]string{"failpoint-crash": "power-loss"}
+	for _, tc := range []struct {
+		names []string
+		opts  map[string]string
+		want  bool
+	}{
+		{[]string{"power-loss"}, nil, true},
+		{[]string{"failpoint"}, crash, true},
+		{[]string{"failpoint"}, map[string]string{"failpoint-crash": "restart"}, false},
+		{[]string{"failpoint"}, nil, false},
+		{[]string{"kill"}, crash, false},
+	} {
+		if got := LaysPowerLayer(tc.names, tc.opts); got != tc.want {
+			t.Errorf("%v %v: %v, want %v", tc.names, tc.opts, got, tc.want)
+		}
+	}
+}
