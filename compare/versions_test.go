@@ -60,3 +60,23 @@ func TestExpandServerVersionsRefusals(t *testing.T) {
 		}
 	}
 }
+
+// An exact release is a row of its own, beside a named build; one
+// that is not a release is refused with what is taken.
+func TestExpandServerVersionsTakesExactReleases(t *testing.T) {
+	m, err := Expand(Spec{Backends: []string{"etcd:mutex"}, Fencing: []string{"none"}, ServerVersions: []string{"3.5.4", "3.5"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range m.Rows {
+		got = append(got, r.ServerVersion)
+	}
+	if strings.Join(got, ",") != "3.5.4,3.5" {
+		t.Errorf("rows %v, want 3.5.4 and 3.5", got)
+	}
+	_, err = Expand(Spec{Backends: []string{"etcd"}, ServerVersions: []string{"3.4.23"}})
+	if err == nil || !strings.Contains(err.Error(), "or an exact etcd release from 3.5.0 on") {
+		t.Errorf("3.4.23: %v", err)
+	}
+}

@@ -5,8 +5,10 @@
 // debootstrap, base.go), a client's image (clientimage.go), the server
 // images (fencecheck/etcd, fencecheck/redis, serverimages.go), and the
 // servers compiled from the Go module proxy and kept in the user's cache:
-// etcd from the wrapper modules etcd35, etcd36 and etcd37 (etcdbuilds.go)
-// and kube-apiserver from the module kubeapiserver (kubeapiserver.go); and
+// etcd from the wrapper modules etcd35, etcd36 and etcd37 (etcdbuilds.go),
+// an exact release of etcd or nats-server from a go.mod written at build
+// time (releases.go, etcdreleases.go) and kube-apiserver from the module
+// kubeapiserver (kubeapiserver.go); and
 // a backend's own agent program (check-kubernetes), compiled from this
 // repository's source for one check binary (agentprogram.go). A
 // build shows one line per step and keeps the tools' output in a log file

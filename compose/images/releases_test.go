@@ -154,3 +154,19 @@ func TestReleaseServedByTheProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A proxy that cannot be reached is not a proxy that said no: the error
+// says the question failed, and nothing is remembered.
+func TestReleaseProxyUnreachable(t *testing.T) {
+	t.Setenv("GOPROXY", "http://127.0.0.1:1")
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	r, _ := EtcdRelease("3.5.96")
+	err := r.Served(context.Background())
+	var ns *NotServedError
+	if err == nil || errors.As(err, &ns) || !strings.Contains(err.Error(), "asking the Go module proxy (http://127.0.0.1:1) for go.etcd.io/etcd/server/v3@v3.5.96") {
+		t.Fatalf("Served: %v, want a question that failed", err)
+	}
+	if _, remembered := served.Load(r.Module + "@v" + r.Version); remembered {
+		t.Error("a failed question was remembered as an answer")
+	}
+}
