@@ -25,8 +25,8 @@ const FailpointPort = 22381
 var failpoints = &registry.Failpoints{
 	List: listFailpoints,
 	Port: FailpointPort,
-	// TestDockerEtcdFailpointPanicRestartsTheServer's.
-	Prepared: []string{"3.5"},
+	// TestDockerEtcd14370RaftBeforeSavePanic's pair.
+	Prepared: []string{"3.5.4", "3.5.5"},
 	What: fmt.Sprintf("etcd built with gofail %s (gofail enable over the packages etcd's own failpoint builds name), for the releases compiled from the Go module proxy (%s, and every exact release)",
 		images.GofailVersion, strings.Join(images.EtcdFailpointVersions(), ", ")),
 }
