@@ -265,8 +265,23 @@ func localServerImage(args []string) (*registry.LocalServerImage, string, error)
 		return nil, "", usageErr("image server %s: it builds one version, from the node image's package; drop %q", args[0], args[1])
 	case len(li.Versions) > 0 && len(args) == 1:
 		return nil, "", usageErr("image server %s: name the version (accepted: %s)", args[0], strings.Join(li.Versions, ", "))
-	case len(li.Versions) > 0 && !slices.Contains(li.Versions, args[1]):
+	case len(li.Versions) > 0 && !slices.Contains(li.Versions, args[1]) && b.Releases == nil:
 		return nil, "", usageErr("image server %s: no build %q (accepted: %s)", args[0], args[1], strings.Join(li.Versions, ", "))
+	case len(li.Versions) > 0 && !slices.Contains(li.Versions, args[1]):
+		// An exact release (etcd 3.5.4): one the backend takes, and
+		// one the proxy serves, asked before anything is built.
+		if err := b.Releases.Check(args[1]); err != nil {
+			return nil, "", usageErr("image server %s: no build %q (accepted: %s, or %s): %v", args[0], args[1], strings.Join(li.Versions, ", "), b.Releases.What, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		notServed, err := b.Releases.Served(ctx, args[1])
+		switch {
+		case notServed != "":
+			return nil, "", usageErr("image server %s: %s (accepted: %s, or %s)", args[0], notServed, strings.Join(li.Versions, ", "), b.Releases.What)
+		case err != nil:
+			return nil, "", fmt.Errorf("image server %s %s: %w", args[0], args[1], err)
+		}
 	}
 	version := ""
 	if len(args) == 2 {
