@@ -20,7 +20,8 @@ import (
 // backend prepares before its cluster exists (backends.Preparer: etcd 3.5
 // and 3.7, kube-apiserver, …) and every backend's own agent program
 // (registry.Info.Agent) for the check binary that runs the tests, and
-// the exact releases the tests run (registry.Releases.Prepared). Each
+// the exact releases the tests run (registry.Releases.Prepared), and the
+// failpoint builds they run (registry.Failpoints.Prepared). Each
 // compile is a step of out, and each lands in the user's cache, where
 // every later run and test finds it: `check image build --all` calls it,
 // so CI pays each compile once, up front, in a line with its time.
@@ -67,6 +68,20 @@ func CompileAll(ctx context.Context, cli *client.Client, out io.Writer) error {
 			if p, ok := db.(backends.Preparer); ok {
 				if err := p.Prepare(ctx, arch, out); err != nil {
 					return fmt.Errorf("backend %s, server version %s: %w", b.Name, v, err)
+				}
+			}
+		}
+		if b.Failpoints == nil {
+			continue
+		}
+		for _, v := range b.Failpoints.Prepared {
+			db, _, err := b.NewDB(registry.Setup{Recipe: b.Recipes[0], ServerVersion: v, Nodes: 1, LeaseTTL: 2 * time.Second, Failpoints: true})
+			if err != nil {
+				return fmt.Errorf("backend %s, server version %s with failpoints: %w", b.Name, v, err)
+			}
+			if p, ok := db.(backends.Preparer); ok {
+				if err := p.Prepare(ctx, arch, out); err != nil {
+					return fmt.Errorf("backend %s, server version %s with failpoints: %w", b.Name, v, err)
 				}
 			}
 		}

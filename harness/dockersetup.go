@@ -217,7 +217,7 @@ func (s *dockerSystem) start(ctx context.Context, id string) error {
 	}
 	// --power-layer with no power fault: the layer alone (a power fault
 	// laid it already).
-	if cfg.PowerLayer && !nemesis.CutsPower(cfg.Nemesis) {
+	if cfg.PowerLayer && !nemesis.LaysPowerLayer(cfg.Nemesis, cfg.Options) {
 		if err := nemesis.LayPowerLayer(ctx, fenv); err != nil {
 			return err
 		}

@@ -88,6 +88,9 @@ func (t *Test) checkFaults() error {
 		return usage.Errorf("nemesis", "%v", err)
 	}
 	t.kinds = kinds
+	if err := t.checkFailpointBuild(); err != nil {
+		return err
+	}
 	docker := c.Cluster == registry.ClusterDocker
 	servers := 0
 	if docker {

@@ -199,7 +199,8 @@ func (c Config) Servers() (int, error) {
 func (t *Test) setup(testID string) registry.Setup {
 	c := &t.cfg
 	return registry.Setup{Recipe: c.Recipe, ServerVersion: c.ServerVersion, Nodes: c.Nodes, LeaseTTL: c.LeaseTTL,
-		Fencing: t.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay, ClientServers: t.clientServers(), Client: t.clientName()}
+		Fencing: t.mode, Options: c.Options, TestID: testID, NoNetworkDelay: c.NoNetworkDelay, ClientServers: t.clientServers(), Client: t.clientName(),
+		Failpoints: t.kinds.NeedsFailpoints()}
 }
 
 // clientName is the --client program's name, "" without one.
@@ -234,8 +235,12 @@ func (t *Test) fencingLabel() string {
 // cluster with this many server nodes, or in process.
 func (t *Test) faultSettings(docker bool, servers int) nemesis.Settings {
 	c := &t.cfg
-	return nemesis.Settings{Backend: c.Backend, NoClockFaults: t.info.NoClockFaults, DataDir: t.info.DataDir, DataLog: t.info.DataLog, Docker: docker, Servers: servers, Clients: c.Clients, Keys: c.Keys,
+	s := nemesis.Settings{Backend: c.Backend, NoClockFaults: t.info.NoClockFaults, DataDir: t.info.DataDir, DataLog: t.info.DataLog, Docker: docker, Servers: servers, Clients: c.Clients, Keys: c.Keys,
 		LeaseTTL: c.LeaseTTL, PauseDuration: c.PauseDuration, Interval: c.NemesisInterval, Options: c.Options}
+	if docker && t.kinds.NeedsFailpoints() {
+		t.describeFailpoints(&s)
+	}
+	return s
 }
 
 // unknownBackend refuses a --backend the registry does not have.

@@ -137,8 +137,10 @@ type Contradictions struct {
 }
 
 // crashFaults are the faults that stop a lock server's process, so that
-// it keeps only what it had made durable: the nemesis words.
-var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "power-loss-majority"}
+// it keeps only what it had made durable: the nemesis words. A failpoint
+// counts: armed to panic, it stops the server at the place in its code it
+// names (nemesis's failpoint fault), and its heal starts it again.
+var crashFaults = []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "power-loss-majority", "failpoint"}
 
 // FailoverEvent is the event a lock service's own failover is recorded
 // as (a replica promoted by the service, harness.FailoverEvent): not a

@@ -230,7 +230,7 @@ func TestCrashFirstTellsTheLoss(t *testing.T) {
 // The crashes are faults the nemesis registry has (checked in harness,
 // which sees both), and nothing else: a failover is not one.
 func TestCrash(t *testing.T) {
-	for _, f := range []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all"} {
+	for _, f := range []string{"kill", "kill-leader", "power-loss", "power-loss-leader", "power-loss-all", "power-loss-majority", "failpoint"} {
 		if !Crash(f) {
 			t.Errorf("%s is no crash", f)
 		}

@@ -142,6 +142,13 @@ func CutsPower(names []string) bool {
 	return false
 }
 
+// LaysPowerLayer reports whether the faults names lists lay the power
+// layer themselves with these options: a power fault, or the failpoint
+// fault with --failpoint-crash power-loss.
+func LaysPowerLayer(names []string, options map[string]string) bool {
+	return CutsPower(names) || (slices.Contains(names, "failpoint") && options[failpointCrashFlag.Name] == FailpointPowerLoss)
+}
+
 // LayPowerLayer lays the power faults' filesystem layer over the data
 // directory in every server node, as their Prepare step does, for a run
 // that asks for the layer with no power fault (--power-layer): nothing is

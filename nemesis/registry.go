@@ -102,6 +102,10 @@ type Needs struct {
 	// CutsClient: the fault freezes or isolates client processes, so their
 	// ops in flight may end unknown.
 	CutsClient bool
+	// Failpoints: the fault arms failpoints in the servers' code, so the
+	// servers must run their backend's failpoint build
+	// (Settings.Failpoints).
+	Failpoints bool
 }
 
 // Settings are what a fault is told about the run: the validated flags that
@@ -134,6 +138,14 @@ type Settings struct {
 	// Options are the faults' own flags (Kind.Flags) by name; an absent
 	// one is "".
 	Options map[string]string
+	// Failpoints are the failpoints the servers' failpoint build has,
+	// by name, when a fault needs them (Needs.Failpoints) and the
+	// backend's build has them; NoFailpoints says why not otherwise.
+	// FailpointPort is where each server serves their endpoint in its
+	// node.
+	Failpoints    []string
+	NoFailpoints  string
+	FailpointPort int
 }
 
 // DurationOfPause keeps a fault applied for the pause duration (by default twice the
@@ -321,6 +333,12 @@ func (ks Kinds) Contended() (faults []string, why []string) {
 	return faults, why
 }
 
+// NeedsFailpoints says whether a fault arms failpoints (Needs.Failpoints):
+// the servers must run their failpoint build.
+func (ks Kinds) NeedsFailpoints() bool {
+	return slices.ContainsFunc(ks, func(k Kind) bool { return k.Needs.Failpoints })
+}
+
 // Prepares says whether a fault has a Prepare step: its servers must
 // start under it, so the run needs a cluster of its own.
 func (ks Kinds) Prepares() bool {
@@ -479,6 +497,13 @@ func (k Kind) check(s Settings) error {
 	if k.Needs.Docker && !s.Docker {
 		return unavailable(name, "fault %s needs the servers and network of --cluster docker; an in-process run accepts only %s",
 			name, strings.Join(InProcess(), ", "))
+	}
+	if k.Needs.Failpoints && s.Docker && len(s.Failpoints) == 0 {
+		why := s.NoFailpoints
+		if why == "" {
+			why = fmt.Sprintf("backend %s's servers have no failpoints", s.Backend)
+		}
+		return unavailable(name, "fault %s arms failpoints in the servers' code, and %s", name, why)
 	}
 	if k.Check != nil {
 		if err := k.Check(s); err != nil {

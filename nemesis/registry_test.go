@@ -130,7 +130,8 @@ func (n named) Stop(context.Context) error                          { return nil
 // FaultDuration go by it), and refuses what the cluster cannot inject.
 func TestBuildMakesEachFaultUnderItsWord(t *testing.T) {
 	var observers int
-	env := &Env{Settings: Settings{Backend: "x", Docker: true, Servers: 3, Clients: 2, DataDir: "/var/lib/fencecheck/x"}, Claims: &Claims{},
+	env := &Env{Settings: Settings{Backend: "x", Docker: true, Servers: 3, Clients: 2, DataDir: "/var/lib/fencecheck/x",
+		Failpoints: []string{"raftBeforeSave"}, FailpointPort: 22381, Options: map[string]string{"failpoint": "raftBeforeSave=panic"}}, Claims: &Claims{},
 		Observe: func(func(history.Event)) { observers++ }, ServerNodes: []string{"n1", "n2", "n3"}, Storage: "s"}
 	for _, n := range Names() {
 		if n == None || n == "latency" { // latency probes the nodes first (docker_test.go)

@@ -65,16 +65,23 @@ type DB struct {
 	TestID  string
 	// UnsafeNoFsync runs the servers with --unsafe-no-fsync.
 	UnsafeNoFsync bool
-	arch          string // the engine's, for an on-demand build (Prepare)
-	image         string // the user's server image (--server-image), "" for the node image's etcd
-	nodes         []string
-	ips           map[string]string
+	// Failpoints runs the failpoint build (failpoints.go), its endpoint
+	// on FailpointPort.
+	Failpoints bool
+	arch       string // the engine's, for an on-demand build (Prepare)
+	image      string // the user's server image (--server-image), "" for the node image's etcd
+	nodes      []string
+	ips        map[string]string
 }
 
-// binary is the server's path in the nodes: Versions' for a named
-// build, /usr/local/bin/etcd-3.5.4 for an exact release (compiled for
-// the run, as 3.5 and 3.7 are).
+// binary is the server's path in the nodes: the failpoint build's when
+// the run arms failpoints, Versions' for a named build,
+// /usr/local/bin/etcd-3.5.4 for an exact release (compiled for the run,
+// as 3.5 and 3.7 are).
 func (d *DB) binary() string {
+	if d.Failpoints {
+		return failpointBinary(d.Version)
+	}
 	if images.IsEtcdRelease(d.Version) {
 		return "/usr/local/bin/" + images.EtcdBinaryName(d.Version)
 	}
@@ -85,12 +92,26 @@ func (d *DB) binary() string {
 // cluster exists, so the minute it may take shows in the image phase with
 // its progress.
 func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error {
-	if !onDemand(d.Version) {
+	if !d.compiled() {
 		return nil
 	}
 	d.arch = arch
-	_, err := images.EtcdBinary(ctx, d.Version, arch, progress)
+	_, err := d.build(ctx, arch, progress)
 	return err
+}
+
+// compiled says whether the servers run a build compiled for the run
+// (an on-demand release, or any failpoint build) rather than one the
+// node image carries.
+func (d *DB) compiled() bool { return onDemand(d.Version) || d.Failpoints }
+
+// build is the compiled binary the servers run (compiled says there is
+// one): the plain build or the failpoint build.
+func (d *DB) build(ctx context.Context, arch string, progress io.Writer) ([]byte, error) {
+	if d.Failpoints {
+		return images.EtcdFailpointBinary(ctx, d.Version, arch, progress)
+	}
+	return images.EtcdBinary(ctx, d.Version, arch, progress)
 }
 
 func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
@@ -104,7 +125,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 		return err
 	}
 	d.ips = ips
-	if onDemand(d.Version) && d.image == "" {
+	if d.compiled() && d.image == "" {
 		if err := d.copyBinary(ctx, c, nodes); err != nil {
 			return err
 		}
@@ -132,7 +153,7 @@ func (d *DB) copyBinary(ctx context.Context, c *engine.Cluster, nodes []string) 
 			return err
 		}
 	}
-	bin, err := images.EtcdBinary(ctx, d.Version, arch, nil)
+	bin, err := d.build(ctx, arch, nil)
 	if err != nil {
 		return err
 	}
@@ -201,7 +222,7 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 		}
 		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
-	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{Env: d.failpointEnv()})
 }
 
 func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
@@ -302,7 +323,11 @@ func (d *DB) Info() map[string]string {
 	if d.image != "" {
 		return map[string]string{"lock service": fmt.Sprintf("etcd from image %s on %s", d.image, strings.Join(d.nodes, ", "))}
 	}
-	return map[string]string{"lock service": fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))}
+	what := fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))
+	if d.Failpoints {
+		what += fmt.Sprintf(", failpoints (gofail %s) on port %d", images.GofailVersion, FailpointPort)
+	}
+	return map[string]string{"lock service": what}
 }
 
 // AskVersion asks node's server its version on its client port's /version

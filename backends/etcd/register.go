@@ -58,7 +58,12 @@ func init() {
 			if noFsync && s.ServerVersion == "3.4" {
 				return nil, 0, usage.Errorf(UnsafeNoFsyncFlag.Name, "etcd 3.4 has no --unsafe-no-fsync (it came with 3.5): drop --server-version 3.4 or the flag")
 			}
-			return &DB{Version: s.ServerVersion, TestID: s.TestID, UnsafeNoFsync: noFsync}, s.Nodes, nil
+			if s.Failpoints {
+				if err := hasFailpointBuild(s.ServerVersion); err != nil {
+					return nil, 0, usage.Errorf("failpoint", "%v", err)
+				}
+			}
+			return &DB{Version: s.ServerVersion, TestID: s.TestID, UnsafeNoFsync: noFsync, Failpoints: s.Failpoints}, s.Nodes, nil
 		},
 		Notes: func(s registry.Setup) []string {
 			if secs, clamped := TTLSeconds(s.LeaseTTL); clamped {
@@ -69,6 +74,7 @@ func init() {
 		OpenClient: func(_ context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewRecipeClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
 		},
+		Failpoints: failpoints,
 		Durability: &registry.Durability{
 			Recipe: Recipes[0], Fault: "power-loss-all",
 			Why:  "a majority of members keeps every committed write, so only a cut of every member at once can take one",

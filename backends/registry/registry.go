@@ -58,6 +58,10 @@ type Setup struct {
 	// NoNetworkDelay drops an in-process system's simulated network
 	// delay, so a benchmark measures the harness alone.
 	NoNetworkDelay bool
+	// Failpoints: the run arms failpoints in the servers, so they run
+	// the backend's failpoint build with its endpoint on Failpoints.Port
+	// (Info.Failpoints; only asked of a backend that has one).
+	Failpoints bool
 }
 
 // Cluster is where a backend's system under test runs: the --cluster
@@ -212,6 +216,9 @@ type Info struct {
 	// --preset power`); nil when its servers keep nothing on disk or have
 	// no setting to relax.
 	Durability *Durability
+	// Failpoints, when set, says the backend's servers have a build with
+	// failpoints a run can arm (the failpoint fault); nil when none has.
+	Failpoints *Failpoints
 	// Deployments are the ways users deploy the lock service that
 	// `check compare --preset <name>-deployments` puts side by side, each
 	// with its recipes, its own flags and the faults that have meaning

@@ -109,7 +109,7 @@ builds only the node images that are missing.
 	}
 	build.Flags().BoolVar(&verbose, "verbose", false, "stream the full output of debootstrap, apt, go and docker (default: one line per step, the rest in a log file)")
 	build.Flags().StringArrayVar(&clients, "client", nil, "also build the image of the --client program in DIR, on the node image BACKEND's runs use (BACKEND=DIR; repeatable)")
-	build.Flags().BoolVar(&all, "all", false, "also compile every server build and agent program a run would compile on first use (etcd 3.5/3.7, the exact releases the tests run, kube-apiserver, check-kubernetes)")
+	build.Flags().BoolVar(&all, "all", false, "also compile every server build and agent program a run would compile on first use (etcd 3.5/3.7, the exact releases the tests run, the etcd failpoint build they run, kube-apiserver, check-kubernetes)")
 	server := &cobra.Command{
 		Use:   "server BACKEND [VERSION]",
 		Short: "Build a shell-less server image in the official image's layout, for --server-image where no registry is at hand",

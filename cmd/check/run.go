@@ -100,6 +100,9 @@ func (rf *runFlags) run(cmd *cobra.Command) error {
 	for flag, v := range options {
 		cfg.Options[flag] = *v
 	}
+	if listsFailpoints(*cfg) {
+		return listFailpoints(cmd.OutOrStdout(), *cfg)
+	}
 	if cmd.Flags().Changed("concurrency") {
 		servers, err := cfg.Servers()
 		if err != nil {
@@ -283,6 +286,25 @@ func aimedFaults() string {
 		}
 	}
 	return strings.Join(out, ", ")
+}
+
+// listsFailpoints says whether the command asks for the failpoints'
+// list (--failpoint list) rather than a test.
+func listsFailpoints(cfg harness.Config) bool {
+	return cfg.Options[nemesis.FailpointFlag.Name] == nemesis.FailpointList
+}
+
+// listFailpoints prints the failpoints of the servers cfg describes, one
+// a line (--failpoint list), and runs nothing.
+func listFailpoints(w io.Writer, cfg harness.Config) error {
+	names, err := harness.Failpoints(cfg)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fmt.Fprintln(w, n)
+	}
+	return nil
 }
 
 // faultFlags are the faults' own flags.
