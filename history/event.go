@@ -54,6 +54,11 @@ const (
 // late ops are counted.
 const ErrGuardFailed = "guard-failed"
 
+// NothingToHit is the error of a fault's lone info when its start found
+// nothing to act on (no leader, no holder): no fault was applied, and
+// none failed.
+const NothingToHit = "nothing to hit"
+
 // NemesisProcess is the process name of fault events.
 const NemesisProcess = -1
 

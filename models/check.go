@@ -67,6 +67,10 @@ type Result struct {
 	// Exposures are the moments safety was at stake (exposure.go); nil
 	// until WithExposures counts them.
 	Exposures *Exposures `json:"exposures,omitempty"`
+	// PowerCuts are the run's power cuts and the grants after them
+	// (postcut.go); nil until WithPowerCuts counts them, and for a run
+	// under no power fault.
+	PowerCuts *PowerCuts `json:"power_cuts,omitempty"`
 }
 
 // Options tune a check.

@@ -195,7 +195,7 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 		f := faults[rng.IntN(len(faults))]
 		targets, err := f.Start(ctx, rng)
 		if err != nil || len(targets) == 0 {
-			msg := "nothing to hit"
+			msg := history.NothingToHit
 			if err != nil {
 				msg = err.Error()
 			}

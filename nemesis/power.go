@@ -105,9 +105,11 @@ func preparePower(ctx context.Context, env *Env) error {
 	})
 }
 
-func newPowerLoss(label string, env *Env, targets func(context.Context) ([]string, error), all bool) *Kill {
+func newPowerLoss(label string, env *Env, targets func(context.Context) ([]string, error), all bool) *PowerLoss {
 	p := &powerCut{cluster: env.Cluster, dir: env.Settings.DataDir, log: env.logf, label: label}
-	return &Kill{Label: label, Cluster: env.Cluster, DB: env.DB, Targets: targets, All: all, AfterKill: p.drop}
+	f := newPowerLossFault(&Kill{Label: label, Cluster: env.Cluster, DB: env.DB, Targets: targets, All: all, AfterKill: p.drop})
+	p.dropped = f.dropped
+	return f
 }
 
 // powerCut is what a power fault does in a node once its server is
@@ -117,6 +119,8 @@ type powerCut struct {
 	dir     string
 	label   string
 	log     func(format string, args ...any)
+	// dropped hears what each node's drop forgot (PowerLoss keeps it).
+	dropped func(files int, bytes int64)
 }
 
 // drop waits until no process holds a file in the data directory (the
@@ -147,5 +151,8 @@ echo "processes still hold files in $dir after 5 s: $(holders | tr '\n' ' ')"; e
 		return fmt.Errorf("dropping what %s never synced: the layer answered %q", node, strings.TrimSpace(out))
 	}
 	p.log("%s: %s lost what it never synced: %d files, %d KiB of pages", p.label, node, a.Dropped.Files, a.Dropped.Bytes/1024)
+	if p.dropped != nil {
+		p.dropped(a.Dropped.Files, a.Dropped.Bytes)
+	}
 	return nil
 }

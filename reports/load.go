@@ -68,6 +68,7 @@ func LoadRun(dir string) (*Run, error) {
 		r.Servers = old.Servers
 		r.ExpiredGrants = old.ExpiredGrants
 		r.EndedBy = old.EndedBy
+		r.Drops = old.PowerCuts.Drops()
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("%w (the run's own record is history.jsonl: move results.json away and check report rebuilds it from the history, without the old name, parameters and command)", err)
