@@ -45,7 +45,7 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	e.Type = history.Invoke
 	inv := w.rec.Record(e)
 	timeout, timeoutFlag := w.cfg.OpTimeout, "--op-timeout"
-	if e.F == history.Acquire && w.acquireTimeout > 0 {
+	if e.F == history.Acquire && w.acquireTimeout > 0 && w.client != nil {
 		timeout, timeoutFlag = w.acquireTimeout, "--acquire-timeout"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -125,6 +125,9 @@ func (w *worker) retire(ctx context.Context) error {
 	w.process += w.slots
 	c, err := w.sys.NewClient(withProcess(ctx, w.process), w.slot)
 	if err != nil {
+		if ctx.Err() == nil {
+			return w.openLater(err) // the service may be down right now (reopen.go)
+		}
 		return fmt.Errorf("slot %s: opening a new client: %w", history.SlotName(w.slot), err)
 	}
 	w.client = c
@@ -152,6 +155,11 @@ func (w *worker) section(ctx context.Context, key string) error {
 	}
 	var token uint64
 	acq, ok, info := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
+		if w.client == nil {
+			if err := w.reopen(ctx); err != nil {
+				return history.Event{}, err
+			}
+		}
 		t, err := w.client.Acquire(ctx, key)
 		return history.Event{Token: t}, err
 	})
@@ -262,7 +270,7 @@ func (wl workload) run(ctx context.Context) (int, error) {
 		go func() {
 			defer wg.Done()
 			defer func() {
-				w.client.Close()
+				w.closeClient()
 				mu.Lock()
 				next = max(next, w.process+1)
 				mu.Unlock()
@@ -270,7 +278,7 @@ func (wl workload) run(ctx context.Context) (int, error) {
 			for ctx.Err() == nil {
 				key := keyName(w.rng.IntN(cfg.Keys))
 				do := w.section
-				if w.lockFree() {
+				if w.lockFree() && w.client != nil {
 					do = w.readLockFree
 				}
 				if err := do(ctx, key); err != nil {

@@ -48,6 +48,9 @@ func Summary(w io.Writer, r *Run) {
 		fmt.Fprintf(w, "  exposures: %s\n", ExposureLine(x))
 	}
 	fmt.Fprintf(w, "  grants: %s\n", models.CountContradictions(r.Ops, r.Faults).Text())
+	if t := FailedOpensText(r.Ops); t != "" {
+		fmt.Fprintf(w, "  opens: %s\n", t)
+	}
 	if p := r.Result.PowerCuts; p != nil {
 		fmt.Fprintf(w, "  power cuts: %s\n", p.Text())
 	}
