@@ -81,7 +81,7 @@ func LayPowerLayer(ctx context.Context, env *Env) error {
 // their nodes: there is nothing for a power cut to lose beyond a kill.
 func checkPower(s Settings) error {
 	if s.DataDir == "" {
-		return fmt.Errorf("backend %s's servers keep nothing on a disk in their nodes, so a power cut would lose nothing a kill does not: use kill, or a backend with a data directory (etcd, zookeeper, postgres, redis)", s.Backend)
+		return fmt.Errorf("backend %s's servers keep nothing on a disk in their nodes, so a power cut would lose nothing a kill does not: use kill, or a backend with a data directory (etcd, zookeeper, postgres, redis, nats)", s.Backend)
 	}
 	return nil
 }
