@@ -9,32 +9,23 @@ import (
 )
 
 // A process whose op ended in info is retired and its slot goes on as a
-// new process with a new client (worker.retire). Under a fault that takes
-// every server down (power-loss-all, pause-all, a failpoint on every
-// node) that new client may be unable to connect, and a client that
-// cannot connect refuses at init (docs/client-protocol.md). At a slot's
-// first open a refusal means the setup is wrong, and the run stops. A
-// replacement's refusal is read by when it comes: the same setup opened
-// before, so the service is down right now, most likely by the test's own
-// fault. The slot then goes on without a client: each section's acquire
-// opens one first, within the op's deadline (--op-timeout, not the
-// shorter --acquire-timeout: a client's start is not its acquire), and an
-// open that fails is that acquire failing definitely — no client existed
-// to take the lock — with an error starting OpenFailed. The history and
-// the summary count these failed opens and the time they took, and the
-// slot tries again after openRetryWait until the fault heals and a client
-// opens, or the workload ends.
+// new process with a new client (worker.retire), which the slot's next
+// acquire opens, within that acquire's deadline (--op-timeout, not the
+// shorter --acquire-timeout: a client's start is not its acquire). Under
+// a fault that takes every server down (power-loss-all, pause-all, a
+// failpoint on every node) the new client may be unable to connect, and a
+// client that cannot connect refuses at init (docs/client-protocol.md).
+// At a slot's first open a refusal means the setup is wrong, and the run
+// stops. A replacement's refusal is read by when it comes: the same setup
+// opened before, so the service is down right now, most likely by the
+// test's own fault. The acquire then fails definitely — no client existed
+// to take the lock — with an error starting history.OpenFailed, and the
+// slot's next acquire tries again, until the fault heals and a client
+// opens, or the workload ends. The history and the summary count these
+// failed opens and the time they took.
 
 // openRetryWait is the wait between a failed open and the next.
 const openRetryWait = 500 * time.Millisecond
-
-// openLater keeps the slot going without a client after its replacement
-// client could not open: the next section's acquire opens one.
-func (w *worker) openLater(err error) error {
-	w.client = nil
-	w.logf("slot %s: process %d's client could not open (%v); its acquires open one until the service answers", history.SlotName(w.slot), w.process, err)
-	return nil
-}
 
 // reopen opens the slot's client within ctx, the acquire op's; an open
 // that fails is the acquire's definite failure, after openRetryWait (so
@@ -46,10 +37,16 @@ func (w *worker) reopen(ctx context.Context) error {
 		case <-ctx.Done():
 		case <-time.After(openRetryWait):
 		}
+		if w.openFailed != w.process {
+			w.openFailed = w.process
+			w.logf("slot %s: process %d's client could not open (%v); its acquires open one until the service answers", history.SlotName(w.slot), w.process, err)
+		}
 		return lockclient.Failf("%s: process %d's client could not open: %v", history.OpenFailed, w.process, err)
 	}
 	w.client = c
-	w.logf("slot %s: process %d's client opened", history.SlotName(w.slot), w.process)
+	if w.openFailed == w.process {
+		w.logf("slot %s: process %d's client opened", history.SlotName(w.slot), w.process)
+	}
 	return nil
 }
 

@@ -33,6 +33,9 @@ type worker struct {
 	// acquireTimeout, when set, is an acquire's deadline in place of the
 	// op timeout (--acquire-timeout; the workload's sections only).
 	acquireTimeout time.Duration
+	// openFailed is the last process whose client failed to open
+	// (reopen.go), so that its failures are logged once.
+	openFailed int
 }
 
 func keyName(i int) string { return fmt.Sprintf("k%d", i) }
@@ -118,19 +121,15 @@ func (w *worker) clientSpan(done *history.Event, invoked int64) {
 	}
 }
 
-// retire ends the current process after an info op and opens a new one.
-func (w *worker) retire(ctx context.Context) error {
+// retire ends the current process after an info op. The slot goes on as
+// a new process, whose client its next acquire opens (reopen.go): the
+// service may be down right now, and the time the new client takes to
+// open, or fails to, is then in the history.
+func (w *worker) retire(context.Context) error {
 	old := w.client
 	go old.Close() // it may hang: the process is gone either way
 	w.process += w.slots
-	c, err := w.sys.NewClient(withProcess(ctx, w.process), w.slot)
-	if err != nil {
-		if ctx.Err() == nil {
-			return w.openLater(err) // the service may be down right now (reopen.go)
-		}
-		return fmt.Errorf("slot %s: opening a new client: %w", history.SlotName(w.slot), err)
-	}
-	w.client = c
+	w.client = nil
 	return nil
 }
 
