@@ -21,7 +21,19 @@ import (
 func notValidUnderPower(t *testing.T, cfg Config) *RunResult {
 	t.Helper()
 	start := time.Now()
-	out := runDocker(t, cfg)
+	// Its servers may never answer again after a cut (etcd without
+	// fsync), or never restart (PostgreSQL without fsync, whose heal then
+	// fails the run): what they said is logged, not required.
+	out, err := runDockerMayFail(t, cfg)
+	if err != nil {
+		t.Logf("the run could not be carried out to its end: %v", err)
+	}
+	if out.Report == nil {
+		t.Fatalf("no report (store %s)", out.Dir)
+	}
+	if sv := out.Report.Servers; sv != nil {
+		t.Logf("servers: %s", sv.Summary)
+	}
 	p := powerCuts(t, out)
 	t.Logf("%s in %s: %s", out.Result.Verdict, time.Since(start).Round(time.Second), out.Result.Explanation)
 	if out.Result.Verdict == models.Valid {
@@ -53,7 +65,10 @@ func TestDockerPostgresSynchronousCommitOffUnderPowerLossIsNotValid(t *testing.T
 }
 
 // PostgreSQL with fsync off flushes nothing ("an unrecoverable data
-// corruption" after a crash, its documentation says).
+// corruption" after a crash, its documentation says). Measured: the
+// server did not come back after the first cut (its heal timed out
+// waiting for it to become ready), so the run is unknown, and could not
+// be carried out to its end.
 func TestDockerPostgresFsyncOffUnderPowerLossIsNotValid(t *testing.T) {
 	cfg := powerConfig(t, "postgres", "power-loss")
 	cfg.Options = map[string]string{postgres.FsyncFlag.Name: "off"}

@@ -37,12 +37,35 @@ func dockerConfig(t *testing.T, backend, fencing string, nemesis ...string) Conf
 	}
 }
 
-// runDocker runs cfg and checks that the cluster is gone afterwards.
+// runDocker runs cfg and checks that the cluster is gone afterwards and
+// that its servers said what they are.
 func runDocker(t *testing.T, cfg Config) *RunResult {
 	t.Helper()
-	out, err := Run(quiet(), cfg, testWriter{t})
+	out := runDockerCleaned(t, cfg)
+	checkServers(t, cfg, out)
+	return out
+}
+
+// runDockerCleaned runs cfg and checks that the cluster is gone
+// afterwards and its servers' logs were kept; for a run whose servers may
+// never answer again (a service that cannot restart after a power cut).
+func runDockerCleaned(t *testing.T, cfg Config) *RunResult {
+	t.Helper()
+	out, err := runDockerMayFail(t, cfg)
 	if err != nil {
 		t.Fatalf("run: %v", err)
+	}
+	return out
+}
+
+// runDockerMayFail is runDockerCleaned for a run that may not be carried
+// out (its error is returned with its outcome): a server that never
+// restarts after a power cut fails the fault's heal.
+func runDockerMayFail(t *testing.T, cfg Config) (*RunResult, error) {
+	t.Helper()
+	out, runErr := Run(quiet(), cfg, testWriter{t})
+	if out == nil {
+		t.Fatalf("run: %v", runErr)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -64,8 +87,7 @@ func runDocker(t *testing.T, cfg Config) *RunResult {
 	if _, err := os.Stat(filepath.Join(out.Dir, "logs")); err != nil {
 		t.Errorf("no server logs collected: %v", err)
 	}
-	checkServers(t, cfg, out)
-	return out
+	return out, runErr
 }
 
 // checkServers: every Docker run asked its servers what they are, once
