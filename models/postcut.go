@@ -214,10 +214,10 @@ func cutText(c PowerCut) string {
 	return faultText(history.Fault{F: c.Fault, Nodes: c.Nodes})
 }
 
-// Text is the cuts in one clause: "3 power cuts, 57 grants after them,
-// 2 files and 24 KiB dropped"; "every cut dropped nothing" when so.
+// Text is the cuts in one clause: "3 power cuts, 57 post-cut grants;
+// dropped 6 files, 24 KiB in all"; "… every cut dropped nothing" when so.
 func (p *PowerCuts) Text() string {
-	s := fmt.Sprintf("%s, %s after them", words.Plural(p.Made, "power cut"), words.Plural(p.PostCutGrants, "post-cut grant"))
+	s := fmt.Sprintf("%s, %s", words.Plural(p.Made, "power cut"), words.Plural(p.PostCutGrants, "post-cut grant"))
 	if p.Failed > 0 {
 		s += fmt.Sprintf(", %d failed", p.Failed)
 	}

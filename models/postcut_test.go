@@ -43,7 +43,7 @@ func TestPowerCutsCountGrantsAfterEachCut(t *testing.T) {
 	if res.Verdict != Valid || res.PowerCuts != p {
 		t.Fatalf("valid stays valid: %+v", res)
 	}
-	if got := p.Text(); got != "2 power cuts, 2 post-cut grants after them; dropped 1 file, 4 KiB in all" {
+	if got := p.Text(); got != "2 power cuts, 2 post-cut grants; dropped 1 file, 4 KiB in all" {
 		t.Errorf("text: %q", got)
 	}
 }

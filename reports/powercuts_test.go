@@ -28,7 +28,7 @@ func TestPowerCutsInEveryOutput(t *testing.T) {
 		want models.Verdict
 		says string
 	}{
-		{"granted after", ops, models.Valid, "1 power cut, 1 post-cut grant after them; dropped 1 file, 4 KiB in all"},
+		{"granted after", ops, models.Valid, "1 power cut, 1 post-cut grant; dropped 1 file, 4 KiB in all"},
 		{"nothing after", ops[:1], models.Unknown, "the service granted nothing after the cut at 5.00 s (power-loss on n1)"},
 	} {
 		p := models.CountPowerCuts(tc.ops, faults, []string{"power-loss"}, drops)

@@ -105,7 +105,7 @@ func validLine(x *models.Exposures) string {
 }
 
 // powerCutsText is what a valid verdict adds about its power cuts: " Power
-// cuts: 3 power cuts, 57 post-cut grants after them; …"; "" without.
+// cuts: 3 power cuts, 57 post-cut grants; …"; "" without.
 func powerCutsText(p *models.PowerCuts) string {
 	if p == nil {
 		return ""
