@@ -66,9 +66,10 @@ func TestDockerPostgresSynchronousCommitOffUnderPowerLossIsNotValid(t *testing.T
 
 // PostgreSQL with fsync off flushes nothing ("an unrecoverable data
 // corruption" after a crash, its documentation says). Measured: the
-// server did not come back after the first cut (its heal timed out
-// waiting for it to become ready), so the run is unknown, and could not
-// be carried out to its end.
+// server never started again after the first cut ("lock file
+// "postmaster.pid" is empty": fsync=off leaves even its lock file
+// unsynced), its heal timed out, and the run is unknown, not carried out
+// to its end.
 func TestDockerPostgresFsyncOffUnderPowerLossIsNotValid(t *testing.T) {
 	cfg := powerConfig(t, "postgres", "power-loss")
 	cfg.Options = map[string]string{postgres.FsyncFlag.Name: "off"}
