@@ -85,13 +85,36 @@ func closeSharedClusters() error {
 }
 
 // runDocker runs cfg on a cluster shared with the tests before it where
-// one is warm (sharedClusters); what it leaves is checked once they are
-// all done.
+// one is warm (sharedClusters), and checks that its servers said what
+// they are; what it leaves is checked once the tests are all done.
 func runDocker(t *testing.T, cfg Config) *RunResult {
 	t.Helper()
-	out, err := runWith(quiet(), cfg, testWriter{t}, &runState{clusters: sharedClusters})
+	out := runDockerCleaned(t, cfg)
+	checkServers(t, cfg, out)
+	return out
+}
+
+// runDockerCleaned runs cfg as runDocker does, and checks its servers'
+// logs were kept; for a run whose servers may never answer again (a
+// service that cannot restart after a power cut).
+func runDockerCleaned(t *testing.T, cfg Config) *RunResult {
+	t.Helper()
+	out, err := runDockerMayFail(t, cfg)
 	if err != nil {
 		t.Fatalf("run: %v", err)
+	}
+	return out
+}
+
+// runDockerMayFail is runDockerCleaned for a run that may not be carried
+// out (its error is returned with its outcome): a server that never
+// restarts after a power cut fails the fault's heal. A run that was not
+// carried out keeps no cluster warm (harness.Clusters).
+func runDockerMayFail(t *testing.T, cfg Config) (*RunResult, error) {
+	t.Helper()
+	out, runErr := runWith(quiet(), cfg, testWriter{t}, &runState{clusters: sharedClusters})
+	if out == nil {
+		t.Fatalf("run: %v", runErr)
 	}
 	if out.TestID == "" {
 		t.Fatal("the outcome does not name its Docker test id")
@@ -101,8 +124,7 @@ func runDocker(t *testing.T, cfg Config) *RunResult {
 	if _, err := os.Stat(filepath.Join(out.Dir, "logs")); err != nil {
 		t.Errorf("no server logs collected: %v", err)
 	}
-	checkServers(t, cfg, out)
-	return out
+	return out, runErr
 }
 
 // checkServers: every Docker run asked its servers what they are, once

@@ -219,6 +219,8 @@ type run struct {
 	state *models.ServiceState
 	// endedBy says what ended the workload (phasesDone.endedBy).
 	endedBy string
+	// drops are what each power cut dropped (cutDrops); nil without one.
+	drops []models.Drop
 }
 
 // open makes the run's directory, its log and its history file.
@@ -412,7 +414,7 @@ func (r *run) check() {
 	x := models.CountExposures(r.events)
 	out.Result = verdict.Settle(verdict.Run{
 		Check: checked, Ops: r.ops, Unfinished: out.Incomplete, Failed: runErrText, CheckSkipped: r.sig.Abort.Err() != nil,
-		Exposures: &x, MinExposures: cfg.MinExposures, Agreement: agreementOf(r.state, r.ops),
+		Exposures: &x, MinExposures: cfg.MinExposures, Agreement: agreementOf(r.state, r.ops), Drops: r.drops,
 		Facts: models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))},
 	})
 	if r.live.foundViolation() && out.Result.Verdict == models.Valid {

@@ -358,7 +358,7 @@ func (c *Config) checkPowerLayer(b registry.Info) error {
 	case !c.PowerLayer:
 		return nil
 	case b.DataDir == "":
-		return usage.Errorf("power-layer", "backend %s's servers keep nothing on a disk in their nodes, so there is no data directory to lay the layer over: drop the flag, or use a backend with one (etcd, zookeeper, postgres, redis)", c.Backend)
+		return usage.Errorf("power-layer", "backend %s's servers keep nothing on a disk in their nodes, so there is no data directory to lay the layer over: drop the flag, or use a backend with one (etcd, zookeeper, postgres, redis, nats)", c.Backend)
 	case c.Cluster != registry.ClusterDocker:
 		return usage.Errorf("power-layer", "the layer is mounted in Docker server nodes: add --cluster docker or drop the flag")
 	case c.ServerImage != "":

@@ -33,6 +33,9 @@ type worker struct {
 	// acquireTimeout, when set, is an acquire's deadline in place of the
 	// op timeout (--acquire-timeout; the workload's sections only).
 	acquireTimeout time.Duration
+	// openFailed is the last process whose client failed to open
+	// (reopen.go), so that its failures are logged once.
+	openFailed int
 }
 
 func keyName(i int) string { return fmt.Sprintf("k%d", i) }
@@ -45,7 +48,7 @@ func (w *worker) op(e history.Event, f func(ctx context.Context) (history.Event,
 	e.Type = history.Invoke
 	inv := w.rec.Record(e)
 	timeout, timeoutFlag := w.cfg.OpTimeout, "--op-timeout"
-	if e.F == history.Acquire && w.acquireTimeout > 0 {
+	if e.F == history.Acquire && w.acquireTimeout > 0 && w.client != nil {
 		timeout, timeoutFlag = w.acquireTimeout, "--acquire-timeout"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -118,16 +121,15 @@ func (w *worker) clientSpan(done *history.Event, invoked int64) {
 	}
 }
 
-// retire ends the current process after an info op and opens a new one.
-func (w *worker) retire(ctx context.Context) error {
+// retire ends the current process after an info op. The slot goes on as
+// a new process, whose client its next acquire opens (reopen.go): the
+// service may be down right now, and the time the new client takes to
+// open, or fails to, is then in the history.
+func (w *worker) retire(context.Context) error {
 	old := w.client
 	go old.Close() // it may hang: the process is gone either way
 	w.process += w.slots
-	c, err := w.sys.NewClient(withProcess(ctx, w.process), w.slot)
-	if err != nil {
-		return fmt.Errorf("slot %s: opening a new client: %w", history.SlotName(w.slot), err)
-	}
-	w.client = c
+	w.client = nil
 	return nil
 }
 
@@ -152,6 +154,11 @@ func (w *worker) section(ctx context.Context, key string) error {
 	}
 	var token uint64
 	acq, ok, info := w.op(history.Event{F: history.Acquire, Key: key}, func(ctx context.Context) (history.Event, error) {
+		if w.client == nil {
+			if err := w.reopen(ctx); err != nil {
+				return history.Event{}, err
+			}
+		}
 		t, err := w.client.Acquire(ctx, key)
 		return history.Event{Token: t}, err
 	})
@@ -262,7 +269,7 @@ func (wl workload) run(ctx context.Context) (int, error) {
 		go func() {
 			defer wg.Done()
 			defer func() {
-				w.client.Close()
+				w.closeClient()
 				mu.Lock()
 				next = max(next, w.process+1)
 				mu.Unlock()
@@ -270,7 +277,7 @@ func (wl workload) run(ctx context.Context) (int, error) {
 			for ctx.Err() == nil {
 				key := keyName(w.rng.IntN(cfg.Keys))
 				do := w.section
-				if w.lockFree() {
+				if w.lockFree() && w.client != nil {
 					do = w.readLockFree
 				}
 				if err := do(ctx, key); err != nil {

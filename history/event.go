@@ -54,6 +54,17 @@ const (
 // late ops are counted.
 const ErrGuardFailed = "guard-failed"
 
+// OpenFailed begins the error of an acquire that failed because its
+// process's client could not open: a replacement process started while
+// the service was down (docs/client-protocol.md). Nothing was sent to the
+// lock service; the summary counts these as failed opens.
+const OpenFailed = "open-failed"
+
+// NothingToHit is the error of a fault's lone info when its start found
+// nothing to act on (no leader, no holder): no fault was applied, and
+// none failed.
+const NothingToHit = "nothing to hit"
+
 // NemesisProcess is the process name of fault events.
 const NemesisProcess = -1
 

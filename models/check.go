@@ -73,6 +73,10 @@ type Result struct {
 	// Agreement is what the servers held at the end (agreement.go); nil
 	// when they were not asked.
 	Agreement *Agreement `json:"agreement,omitempty"`
+	// PowerCuts are the run's power cuts and the grants after them
+	// (postcut.go); nil until WithPowerCuts counts them, and for a run
+	// under no power fault.
+	PowerCuts *PowerCuts `json:"power_cuts,omitempty"`
 }
 
 // Options tune a check.

@@ -223,7 +223,7 @@ func (s *Schedule) loop(ctx context.Context, faults []Fault, rng *rand.Rand, lan
 			err = fmt.Errorf("%s announced %s and then hit nothing", f.Name(), words.List(announced))
 		}
 		if err != nil || len(targets) == 0 {
-			msg := "nothing to hit"
+			msg := history.NothingToHit
 			if err != nil {
 				msg = err.Error()
 			}

@@ -63,6 +63,7 @@ type PowerCut struct {
 	mu       sync.Mutex
 	killed   []string
 	silenced []string
+	drops    []CutDrop // what each cut made dropped (Drops)
 }
 
 // powerPick is which targets a cut takes.
@@ -179,6 +180,7 @@ func (p *PowerCut) StartAnnounced(ctx context.Context, rng *rand.Rand, announce 
 		return nil, fmt.Errorf("%s: %w", p.Label, err)
 	}
 	p.report(ts, start, freezes)
+	cut := CutDrop{Fault: p.Label, Nodes: append([]string(nil), ts...)}
 	err = eachNode(ts, func(n string) error {
 		if err := p.DB.Kill(kctx, p.Cluster, n); err != nil {
 			return fmt.Errorf("killing the server in %s: %w", n, err)
@@ -195,11 +197,18 @@ func (p *PowerCut) StartAnnounced(ctx context.Context, rng *rand.Rand, announce 
 			kept += fmt.Sprintf(", %d directory changes never fsynced undone", d.Names)
 		}
 		p.Out("%s: %s lost what it never synced: %d files, %d KiB of pages%s", p.Label, n, d.Files, d.Bytes/1024, kept)
+		p.mu.Lock()
+		cut.Files += d.Files
+		cut.Bytes += d.Bytes
+		p.mu.Unlock()
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.Label, err)
 	}
+	p.mu.Lock()
+	p.drops = append(p.drops, cut)
+	p.mu.Unlock()
 	return ts, nil
 }
 

@@ -98,7 +98,11 @@ type reportView struct {
 	Unexercised   bool
 	// Contradicted says how many acknowledged grants the lock service
 	// later contradicted; ContradictionRows are the first of them.
-	Contradicted      string
+	Contradicted string
+	// PowerCuts is a run under a power fault's cuts in one sentence, and
+	// PowerCutRows each cut: "" and nil without power cuts.
+	PowerCuts         string
+	PowerCutRows      []powerCutRow
 	ContradictionRows []contradictionRow
 	MoreContradicted  int
 	// EndedBy says what ended the workload early on purpose, if anything.
@@ -241,6 +245,10 @@ func WriteHTML(w io.Writer, r *Run) error {
 		for _, m := range a.Members {
 			v.AgreementMembers = append(v.AgreementMembers, models.MemberState{Node: clean(m.Node), State: clean(m.State), Detail: clean(m.Detail), Error: clean(m.Error)})
 		}
+	}
+	if p := res.PowerCuts; p != nil {
+		v.PowerCuts = clean(capitalize(p.Text()) + ".")
+		v.PowerCutRows = powerCutRows(p)
 	}
 	if sv := r.Servers; sv != nil {
 		c := &Servers{Summary: clean(sv.Summary), Query: clean(sv.Query)}

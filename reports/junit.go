@@ -87,6 +87,7 @@ func WriteJUnit(w io.Writer, r *Run) error {
 	suite.Properties = append(suite.Properties, damageProperties(models.ComputeDamage(r.Ops))...)
 	suite.Properties = append(suite.Properties, exposureProperties(r.Result)...)
 	suite.Properties = append(suite.Properties, contradictionProperties(models.CountContradictions(r.Ops, r.Faults))...)
+	suite.Properties = append(suite.Properties, powerCutProperties(r.Result.PowerCuts)...)
 	where := rerunText(r)
 	class := "fencecheck." + clean(r.Name)
 	storage := storageOpsByKey(r.Ops)

@@ -69,6 +69,7 @@ func LoadRun(dir string) (*Run, error) {
 		r.ExpiredGrants = old.ExpiredGrants
 		r.EndedBy = old.EndedBy
 		r.Agreement = old.Agreement
+		r.Drops = old.PowerCuts.Drops()
 	case errors.Is(err, fs.ErrNotExist):
 	default:
 		return nil, fmt.Errorf("%w (the run's own record is history.jsonl: move results.json away and check report rebuilds it from the history, without the old name, parameters and command)", err)

@@ -38,6 +38,11 @@ type Results struct {
 	// (models.Contradictions, docs/results.md); absent from runs checked
 	// before they were counted.
 	ContradictedGrants *models.Contradictions `json:"contradicted_grants,omitempty"`
+	// PowerCuts are a run under a power fault's cuts: each one's time,
+	// nodes, what it dropped and the grants after it that a grant it lost
+	// could contradict (models.PowerCuts, docs/results.md); absent from
+	// runs under no power fault.
+	PowerCuts *models.PowerCuts `json:"power_cuts,omitempty"`
 	// Params are everything needed to rerun the test, in order.
 	Params []Param `json:"params"`
 	// Command is the exact command line that reruns it, seed included,
@@ -100,8 +105,8 @@ type ExpiredGrants struct {
 func MakeResults(r *Run) Results {
 	contradicted := models.CountContradictions(r.Ops, r.Faults)
 	return Results{
-		ContradictedGrants: &contradicted,
-		Schema:             ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
+		ContradictedGrants: &contradicted, PowerCuts: r.Result.PowerCuts,
+		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Exposures: r.Result.Exposures, Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),
 		CheckS: r.CheckTime.Seconds(), Events: len(r.Events), Interrupted: r.Interrupted, Error: r.Error,

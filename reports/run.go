@@ -71,6 +71,10 @@ type Run struct {
 	// (--stop-on-violation) or "exposures" (--exposures); "" when
 	// something else did or the run predates it.
 	EndedBy string
+	// Drops are what each power cut dropped, as its fault reported it
+	// (read back from results.json's power_cuts), for the verdict of a
+	// run checked again; nil without power cuts.
+	Drops []models.Drop
 	// Unfinished, on a run read back from its directory (LoadRun), says
 	// why its history is not a finished run's (history.History.Unfinished):
 	// no end event, a cut last line, ops still open. "" when it is, and

@@ -55,6 +55,12 @@ func Summary(w io.Writer, r *Run) {
 	if a := r.Result.Agreement; a != nil {
 		fmt.Fprintf(w, "  at the end: %s\n", a.Short())
 	}
+	if t := FailedOpensText(r.Ops); t != "" {
+		fmt.Fprintf(w, "  opens: %s\n", t)
+	}
+	if p := r.Result.PowerCuts; p != nil {
+		fmt.Fprintf(w, "  power cuts: %s\n", p.Text())
+	}
 	if why := EndedByText(r.EndedBy); why != "" {
 		fmt.Fprintf(w, "  %s\n", why)
 	}
@@ -87,18 +93,31 @@ func Summary(w io.Writer, r *Run) {
 func VerdictLine(res models.Result) string {
 	switch res.Verdict {
 	case models.Valid:
-		x := res.Exposures
-		switch {
-		case x == nil:
-			return "VALID: every key's history is consistent with correctly fenced storage."
-		case x.Exercised():
-			return "VALID: " + x.Text() + "."
-		}
-		return "VALID, but not exercised: " + NotExercisedText(x) + "."
+		return validLine(res.Exposures) + powerCutsText(res.PowerCuts)
 	case models.Invalid:
 		return "INVALID: " + Headline(res) + AdmittedText(res.Exposures)
 	}
 	return "UNKNOWN: " + Headline(res)
+}
+
+// validLine is a valid verdict's sentence, from its exposures.
+func validLine(x *models.Exposures) string {
+	switch {
+	case x == nil:
+		return "VALID: every key's history is consistent with correctly fenced storage."
+	case x.Exercised():
+		return "VALID: " + x.Text() + "."
+	}
+	return "VALID, but not exercised: " + NotExercisedText(x) + "."
+}
+
+// powerCutsText is what a valid verdict adds about its power cuts: " Power
+// cuts: 3 power cuts, 57 post-cut grants; …"; "" without.
+func powerCutsText(p *models.PowerCuts) string {
+	if p == nil {
+		return ""
+	}
+	return " Power cuts: " + p.Text() + "."
 }
 
 // EndedByText says what ended the workload when it was not its time

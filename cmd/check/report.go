@@ -76,7 +76,7 @@ reported beside the verdict, whose exit code stands.`,
 			x := models.CountExposures(run.Events)
 			run.Result = verdict.Settle(verdict.Run{
 				Check: checked, Ops: run.Ops, Unfinished: run.NotFinished(), Failed: run.Error, Stopped: stopped(abort),
-				Exposures: &x, Facts: harness.RunFactsOf(run.Params, run.Ops, run.Faults, run.End()), MinExposures: min,
+				Exposures: &x, Facts: harness.RunFactsOf(run.Params, run.Ops, run.Faults, run.End()), MinExposures: min, Drops: run.Drops,
 				Agreement: run.Agreement.Recheck(run.Ops),
 			})
 			if len(run.Events) == 0 && run.HistoryNote == "" {

@@ -10,7 +10,8 @@
 // other run that did not finish — it could not be carried out, was cut
 // short, left a history without its end event, or its check was skipped
 // or stopped — is never valid but unknown; and a valid verdict is held to
-// the exposures the run was asked for (--min-exposures).
+// the exposures the run was asked for (--min-exposures) and, under a power
+// fault, to its cuts: made, and granted after (models.PowerCuts).
 //
 // It must never open a file, run the check, parse a flag or write a
 // report: callers bring the check's result and what they know of the
@@ -62,6 +63,9 @@ type Run struct {
 	// Agreement is what the servers held at the end (models.Agreement);
 	// nil when they were not asked.
 	Agreement *models.Agreement
+	// Drops are what each power cut dropped, as the faults reported it
+	// (models.CountPowerCuts); nil when none was recorded.
+	Drops []models.Drop
 }
 
 // Settle is the run's verdict. Per-key results are kept as the check
@@ -75,6 +79,12 @@ func Settle(r Run) models.Result {
 		x := *r.Exposures
 		x.Reason = models.NoExposureReason(x.ExposureCounts, r.Facts)
 		res = res.WithExposures(x, r.MinExposures)
+	}
+	if r.Reread == nil {
+		// A run under a power fault is held to its cuts: made, and
+		// granted after (models.PowerCuts). A streamed history holds no
+		// ops to count the grants from.
+		res = res.WithPowerCuts(models.CountPowerCuts(r.Ops, r.Facts.Faults, r.Facts.Nemesis, r.Drops))
 	}
 	if r.Stopped != nil && res.Verdict != models.Invalid {
 		res.Verdict, res.Explanation = models.Unknown, r.Stopped.Error()
