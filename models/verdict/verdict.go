@@ -73,7 +73,7 @@ type Run struct {
 // not finish is unknown, as the run is.
 func Settle(r Run) models.Result {
 	res := namedCause(r)
-	res = withAgreement(res, r.Agreement)
+	res = withAgreement(res, r.Agreement, r.Facts.Faults)
 	res = finished(res, r.Unfinished, r.Failed, r.CheckSkipped)
 	if r.Exposures != nil {
 		x := *r.Exposures
