@@ -2,6 +2,7 @@ package images
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -52,3 +53,39 @@ func lockImage(ctx context.Context, name, what string, progress io.Writer, exist
 // nodeImageLock is the one lock of both node images: the node image's
 // build makes the core image first, so building either is one build.
 const nodeImageLock = "node-image"
+
+// serverCompile is one server compile kept in fencecheck's cache.
+type serverCompile struct {
+	// Name is what is compiled, for the lines about it: "etcd 3.5.4".
+	Name, Arch string
+	// Path is where the binary is kept ("" without a user cache).
+	Path string
+	// Step is the compile's step title.
+	Step string
+	// Build compiles it, its output going to progress.
+	Build func(progress io.Writer) ([]byte, error)
+}
+
+// compileOnce returns c's binary: kept at c.Path (a line saying so), or
+// compiled now as a timed step under the machine-wide lock
+// (fromCacheOrLock) and kept there. Every server compile goes through
+// it, so each is made once a machine and waited for, not repeated.
+func compileOnce(ctx context.Context, out *BuildOutput, c serverCompile) ([]byte, error) {
+	b, release, err := fromCacheOrLock(ctx, c.Path, c.Name+"'s compile", out)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		fmt.Fprintf(out, "compose: %s (linux/%s) from the cache, %s\n", c.Name, c.Arch, c.Path)
+		return b, nil
+	}
+	defer release()
+	step := out.Begin(c.Step)
+	b, err = c.Build(step)
+	if err != nil {
+		return nil, step.Fail(err, ctx.Err() != nil)
+	}
+	detail, _ := keepCompiled(c.Path, b)
+	step.Done(detail)
+	return b, nil
+}

@@ -94,23 +94,9 @@ func EtcdBinary(ctx context.Context, version, goarch string, progress io.Writer)
 func cachedEtcd(ctx context.Context, version, goarch string, progress io.Writer) ([]byte, error) {
 	out := buildOutputOf(progress)
 	path := etcdCachePath(version, goarch)
-	b, release, err := fromCacheOrLock(ctx, path, "etcd "+version+"'s compile", out)
-	if err != nil {
-		return nil, err
-	}
-	if b != nil {
-		fmt.Fprintf(out, "compose: etcd %s (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
-		return b, nil
-	}
-	defer release()
-	step := out.Begin(fmt.Sprintf("etcd %s compile (go build)", version))
-	b, err = buildEtcd(ctx, version, goarch, step)
-	if err != nil {
-		return nil, step.Fail(err, ctx.Err() != nil)
-	}
-	detail, _ := keepCompiled(path, b)
-	step.Done(detail)
-	return b, nil
+	return compileOnce(ctx, out, serverCompile{Name: "etcd " + version, Arch: archOrAmd64(goarch), Path: path,
+		Step:  fmt.Sprintf("etcd %s compile (go build)", version),
+		Build: func(progress io.Writer) ([]byte, error) { return buildEtcd(ctx, version, goarch, progress) }})
 }
 
 // etcdCachePath is where the binary of version for goarch is kept, or ""

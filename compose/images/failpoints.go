@@ -353,19 +353,14 @@ func EtcdFailpointBinary(ctx context.Context, version, goarch string, progress i
 	}
 	out := buildOutputOf(progress)
 	path := etcdFailpointCachePath(version, m.files, goarch)
-	if path != "" {
-		if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
-			fmt.Fprintf(out, "compose: etcd %s with failpoints (linux/%s) from the cache, %s\n", version, archOrAmd64(goarch), path)
-			return keepEtcd(key, b), nil
-		}
-	}
-	step := out.Begin(fmt.Sprintf("etcd %s failpoint build (gofail enable, go build)", version))
-	b, err := buildEtcdFailpoints(ctx, version, m, goarch, step)
+	b, err := compileOnce(ctx, out, serverCompile{Name: "etcd " + version + " with failpoints", Arch: archOrAmd64(goarch), Path: path,
+		Step: fmt.Sprintf("etcd %s failpoint build (gofail enable, go build)", version),
+		Build: func(progress io.Writer) ([]byte, error) {
+			return buildEtcdFailpoints(ctx, version, m, goarch, progress)
+		}})
 	if err != nil {
-		return nil, step.Fail(err, ctx.Err() != nil)
+		return nil, err
 	}
-	detail, _ := keepCompiled(path, b)
-	step.Done(detail)
 	return keepEtcd(key, b), nil
 }
 

@@ -69,22 +69,12 @@ func (m ModuleServer) Binary(ctx context.Context, goarch string, progress io.Wri
 	if dir, err := os.UserCacheDir(); err == nil {
 		path = filepath.Join(dir, "fencecheck", name)
 	}
-	b, release, err := fromCacheOrLock(ctx, path, m.Name+" "+m.Version+"'s compile", out)
+	b, err := compileOnce(ctx, out, serverCompile{Name: m.Name + " " + m.Version, Arch: archOrAmd64(goarch), Path: path,
+		Step:  fmt.Sprintf("%s %s compile (go build)", m.Name, m.Version),
+		Build: func(progress io.Writer) ([]byte, error) { return m.build(ctx, goarch, progress) }})
 	if err != nil {
 		return nil, err
 	}
-	if b != nil {
-		fmt.Fprintf(out, "compose: %s %s (linux/%s) from the cache, %s\n", m.Name, m.Version, archOrAmd64(goarch), path)
-		return m.keep(name, b), nil
-	}
-	defer release()
-	step := out.Begin(fmt.Sprintf("%s %s compile (go build)", m.Name, m.Version))
-	b, err = m.build(ctx, goarch, step)
-	if err != nil {
-		return nil, step.Fail(err, ctx.Err() != nil)
-	}
-	detail, _ := keepCompiled(path, b)
-	step.Done(detail)
 	return m.keep(name, b), nil
 }
 

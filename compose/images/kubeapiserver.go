@@ -68,25 +68,15 @@ func KubeAPIServerBinary(ctx context.Context, goarch string, progress io.Writer)
 		return b, nil
 	}
 	path := kubeAPIServerCachePath(goarch)
-	b, release, err := fromCacheOrLock(ctx, path, "kube-apiserver's compile", out)
-	if err != nil {
-		return nil, err
-	}
-	if b != nil {
-		fmt.Fprintf(out, "compose: kube-apiserver %s (linux/%s) from the cache, %s\n", KubeAPIServerVersion, arch, path)
-		return kubeAPIServerKeep(arch, b), nil
-	}
-	defer release()
 	// A step like etcd's compile: a line with its time, a live line on a
 	// terminal, the go tool's output in the build log. The first compile
 	// takes minutes, and a run that printed nothing meanwhile looked hung.
-	step := out.Begin(fmt.Sprintf("kube-apiserver %s compile (go build, once: kept in the cache)", KubeAPIServerVersion))
-	b, err = buildKubeAPIServer(ctx, goarch, step)
+	b, err := compileOnce(ctx, out, serverCompile{Name: "kube-apiserver " + KubeAPIServerVersion, Arch: arch, Path: path,
+		Step:  fmt.Sprintf("kube-apiserver %s compile (go build, once: kept in the cache)", KubeAPIServerVersion),
+		Build: func(progress io.Writer) ([]byte, error) { return buildKubeAPIServer(ctx, goarch, progress) }})
 	if err != nil {
-		return nil, step.Fail(err, ctx.Err() != nil)
+		return nil, err
 	}
-	detail, _ := keepCompiled(path, b)
-	step.Done(detail)
 	return kubeAPIServerKeep(arch, b), nil
 }
 

@@ -177,22 +177,12 @@ func (r Release) Binary(ctx context.Context, goarch string, progress io.Writer) 
 	}
 	out := buildOutputOf(progress)
 	path := r.cachePath(goarch)
-	b, release, err := fromCacheOrLock(ctx, path, fmt.Sprintf("%s's compile", r), out)
+	b, err := compileOnce(ctx, out, serverCompile{Name: r.String(), Arch: archOrAmd64(goarch), Path: path,
+		Step:  fmt.Sprintf("%s compile (go mod tidy, go build)", r),
+		Build: func(progress io.Writer) ([]byte, error) { return r.build(ctx, goarch, progress) }})
 	if err != nil {
 		return nil, err
 	}
-	if b != nil {
-		fmt.Fprintf(out, "compose: %s (linux/%s) from the cache, %s\n", r, archOrAmd64(goarch), path)
-		return r.keep(name, b), nil
-	}
-	defer release()
-	step := out.Begin(fmt.Sprintf("%s compile (go mod tidy, go build)", r))
-	b, err = r.build(ctx, goarch, step)
-	if err != nil {
-		return nil, step.Fail(err, ctx.Err() != nil)
-	}
-	detail, _ := keepCompiled(path, b)
-	step.Done(detail)
 	return r.keep(name, b), nil
 }
 
