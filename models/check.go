@@ -77,6 +77,10 @@ type Result struct {
 	// (postcut.go); nil until WithPowerCuts counts them, and for a run
 	// under no power fault.
 	PowerCuts *PowerCuts `json:"power_cuts,omitempty"`
+	// Crashes are the run's crashes and the grants after each
+	// (postcrash.go); nil until WithCrashes counts them, and for a run
+	// with no crash.
+	Crashes *Crashes `json:"crashes,omitempty"`
 }
 
 // Options tune a check.

@@ -43,6 +43,10 @@ type Results struct {
 	// could contradict (models.PowerCuts, docs/results.md); absent from
 	// runs under no power fault.
 	PowerCuts *models.PowerCuts `json:"power_cuts,omitempty"`
+	// Crashes are a run's crashes (kills, failpoints, power cuts): each
+	// one's interval and the grants after it (models.Crashes,
+	// docs/results.md); absent from runs with none.
+	Crashes *models.Crashes `json:"crashes,omitempty"`
 	// Params are everything needed to rerun the test, in order.
 	Params []Param `json:"params"`
 	// Command is the exact command line that reruns it, seed included,
@@ -105,7 +109,7 @@ type ExpiredGrants struct {
 func MakeResults(r *Run) Results {
 	contradicted := models.CountContradictions(r.Ops, r.Faults)
 	return Results{
-		ContradictedGrants: &contradicted, PowerCuts: r.Result.PowerCuts,
+		ContradictedGrants: &contradicted, PowerCuts: r.Result.PowerCuts, Crashes: r.Result.Crashes,
 		Schema: ResultsSchema, Name: r.Name, Verdict: r.Result.Verdict, Explanation: Headline(r.Result),
 		Keys: naturalKeys(r.Result.Keys), Stats: ComputeStats(r.Ops), Damage: models.ComputeDamage(r.Ops), Exposures: r.Result.Exposures, Params: r.Params, Command: r.Command, CommandArgv: r.CommandArgv,
 		Started: r.Started.UTC().Format(runstore.TimeLayout), DurationS: r.Duration.Seconds(),

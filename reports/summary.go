@@ -61,6 +61,9 @@ func Summary(w io.Writer, r *Run) {
 	if p := r.Result.PowerCuts; p != nil {
 		fmt.Fprintf(w, "  power cuts: %s\n", p.Text())
 	}
+	if c := r.Result.Crashes; c != nil {
+		fmt.Fprintf(w, "  crashes: %s\n", c.Text())
+	}
 	if why := EndedByText(r.EndedBy); why != "" {
 		fmt.Fprintf(w, "  %s\n", why)
 	}

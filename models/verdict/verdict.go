@@ -11,7 +11,8 @@
 // short, left a history without its end event, or its check was skipped
 // or stopped — is never valid but unknown; and a valid verdict is held to
 // the exposures the run was asked for (--min-exposures) and, under a power
-// fault, to its cuts: made, and granted after (models.PowerCuts).
+// fault, to its cuts: made, and granted after (models.PowerCuts); under
+// crashes, to a grant after at least one of them (models.Crashes).
 //
 // It must never open a file, run the check, parse a flag or write a
 // report: callers bring the check's result and what they know of the
@@ -85,6 +86,9 @@ func Settle(r Run) models.Result {
 		// granted after (models.PowerCuts). A streamed history holds no
 		// ops to count the grants from.
 		res = res.WithPowerCuts(models.CountPowerCuts(r.Ops, r.Facts.Faults, r.Facts.Nemesis, r.Drops))
+		// So is a run with crashes: granted after at least one of them
+		// (models.Crashes).
+		res = res.WithCrashes(models.CountCrashes(r.Ops, r.Facts.Faults))
 	}
 	if r.Stopped != nil && res.Verdict != models.Invalid {
 		res.Verdict, res.Explanation = models.Unknown, r.Stopped.Error()
