@@ -129,6 +129,12 @@ type Row struct {
 	// and FaultsWhy says so and why, as the n/a cells' reason: the faults
 	// that have meaning for its settings, as the backend says.
 	Faults, FaultsWhy string
+	// Nodes, Clients, NemesisInterval and TimeLimit, when set, are the
+	// row's own (a known bug's: one member, two clients, a service that
+	// needs 10 s after a power cut) over the matrix's.
+	Nodes, Clients  int
+	NemesisInterval time.Duration
+	TimeLimit       time.Duration
 }
 
 func (r Row) String() string {
@@ -391,6 +397,8 @@ func (l lists) variants(be registry.Info, recipe string, one bool) ([]variant, e
 				what: be.Name + "'s durability settings run"})
 		}
 		return out, nil
+	case fromKnownBugs:
+		return nil, nil // knownBugRows makes them
 	case fromDeployments:
 		if len(be.Deployments) == 0 {
 			return nil, usage.Errorf("backends", "backend %s describes no deployments", be.Name)
@@ -446,6 +454,12 @@ func (l lists) builtinRows(add func(Row)) error {
 		}
 		if one && !slices.Contains(be.Recipes, recipe) {
 			return usage.Errorf("backends", "backend %s has no recipe %q (accepted: %s)", name, recipe, strings.Join(be.Recipes, ", "))
+		}
+		if l.rowsFrom == fromKnownBugs {
+			if err := knownBugRows(be, add); err != nil {
+				return err
+			}
+			continue
 		}
 		vars, err := l.variants(be, recipe, one)
 		if err != nil {

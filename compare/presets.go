@@ -15,13 +15,18 @@ import (
 )
 
 // Presets are the accepted --preset values.
-var Presets = []string{"quick", "full", "jepsen-etcd", "kleppmann", "power", RedisDeployments}
+var Presets = []string{"quick", "full", "jepsen-etcd", "kleppmann", "power", KnownBugs, RedisDeployments}
 
 // RedisDeployments is the preset that puts Redis's deployments side by
 // side. A deployments preset is named after its backend
 // (<backend>-deployments) and takes everything else from the backend's own
 // description of its deployments (registry.Info.Deployments).
 const RedisDeployments = "redis-deployments"
+
+// KnownBugs is the preset that reproduces the lock services' published
+// bugs: each backend's own list (registry.Info.KnownBugs), one row on the
+// release that had the bug and one on the release that fixed it.
+const KnownBugs = "known-bugs"
 
 // deploymentsSuffix ends a deployments preset's name.
 const deploymentsSuffix = "-deployments"
@@ -32,6 +37,7 @@ const deploymentsSuffix = "-deployments"
 const (
 	fromDurability  = "durability"
 	fromDeployments = "deployments"
+	fromKnownBugs   = "known-bugs"
 )
 
 // keepsExposuresDefault are the presets whose runs keep their faults'
@@ -40,7 +46,11 @@ const (
 // directly (a token granted twice or going down is a violation), not
 // whether a superseded holder sent a late op, so a valid run with no
 // exposure still answers it (its cell says "not exercised" all the same).
-var keepsExposuresDefault = map[string]bool{"power": true}
+//
+// The known-bugs preset's faults crash servers or freeze them all; its
+// question is whether a grant survives the crash, which its runs answer
+// with a grant after each crash (Config.GrantAfterEachCrash).
+var keepsExposuresDefault = map[string]bool{"power": true, KnownBugs: true}
 
 // published are the figures presets reproduce, as their sources give them.
 var published = map[string]string{
@@ -113,6 +123,11 @@ func expandBase(spec Spec) harness.Config {
 	}
 	if spec.Preset == "power" {
 		base.NemesisInterval = PowerNemesisInterval
+	}
+	if spec.Preset == KnownBugs {
+		// A fixed release's VALID counts only if the lock was granted
+		// again after every crash (issue 55; models.Crashes).
+		base.GrantAfterEachCrash = true
 	}
 	b := spec.Base
 	base.Clients = cmp.Or(b.Clients, base.Clients)
@@ -230,6 +245,15 @@ func presetLists(spec Spec) (lists, error) {
 		l.fencing = []string{"all"}
 		l.runs = 3
 		l.timeLimit = 30 * time.Second
+	case KnownBugs:
+		// Each backend's published bugs, the broken release beside the
+		// fixed one, each under its own fault, 3 seeds each.
+		l.rowsFrom = fromKnownBugs
+		if len(l.backends) == 0 {
+			l.backends = knownBugBackends()
+		}
+		l.fencing = []string{"all"}
+		l.runs = 3
 	default:
 		backend, ok := strings.CutSuffix(spec.Preset, deploymentsSuffix)
 		be, known := registry.Lookup(backend)
@@ -295,6 +319,10 @@ func (l lists) ownFaults() []string {
 		switch {
 		case l.rowsFrom == fromDurability && be.Durability != nil:
 			add(be.Durability.Fault)
+		case l.rowsFrom == fromKnownBugs:
+			for _, b := range be.KnownBugs {
+				add(b.Fault)
+			}
 		case l.rowsFrom == fromDeployments:
 			for _, d := range be.Deployments {
 				if !one || slices.Contains(d.Recipes, recipe) {

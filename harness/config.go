@@ -95,6 +95,13 @@ type Config struct {
 	// were seen (or at TimeLimit, whichever comes first): a user asks for
 	// "100 frozen holders" instead of guessing a duration.
 	Exposures int
+	// GrantAfterEachCrash holds a valid run to a grant after every crash
+	// (kill, failpoint, power cut), not after one of them
+	// (models.Crashes): a run whose service granted nothing after one of
+	// its crashes is unknown. `check compare --preset known-bugs` asks it
+	// of every run, so that a fixed release's VALID shows it granted
+	// again after each crash.
+	GrantAfterEachCrash bool
 
 	// Options are the backends' and the faults' own flags by name
 	// (registry.Info.Flags, e.g. redis-persistence: what the Redis servers

@@ -55,6 +55,9 @@ func (t *Test) params(info map[string]string) []reports.Param {
 		}
 		p = append(p, reports.Param{Name: "server-image", Value: cfg.ServerImage})
 	}
+	if cfg.GrantAfterEachCrash {
+		p = append(p, reports.Param{Name: "grant-after-each-crash", Value: "true"})
+	}
 	if cfg.PowerLayer {
 		p = append(p, reports.Param{Name: "power-layer", Value: "true"})
 	}

@@ -415,7 +415,7 @@ func (r *run) check() {
 	out.Result = verdict.Settle(verdict.Run{
 		Check: checked, Ops: r.ops, Unfinished: out.Incomplete, Failed: runErrText, CheckSkipped: r.sig.Abort.Err() != nil,
 		Exposures: &x, MinExposures: cfg.MinExposures, Agreement: agreementOf(r.state, r.ops), Drops: r.drops,
-		Facts: models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))},
+		Facts: models.RunFacts{Nemesis: cfg.Nemesis, Faults: r.faults, LeaseTTL: cfg.LeaseTTL, Slots: cfg.Clients, GrantAfterEachCrash: cfg.GrantAfterEachCrash, Beliefs: models.Beliefs(r.ops, historyEnd(r.events))},
 	})
 	if r.live.foundViolation() && out.Result.Verdict == models.Valid {
 		// Cannot happen: a violation in a prefix of the history stays one

@@ -35,6 +35,9 @@ func RunFactsOf(params []reports.Param, ops []history.Op, faults []history.Fault
 	if v, ok := paramOf(params, "lease-ttl"); ok {
 		f.LeaseTTL, _ = time.ParseDuration(v)
 	}
+	if v, ok := paramOf(params, "grant-after-each-crash"); ok {
+		f.GrantAfterEachCrash = v == "true"
+	}
 	if v, ok := paramOf(params, "clients"); ok {
 		f.Slots, _ = strconv.Atoi(v)
 	}

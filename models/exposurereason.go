@@ -27,6 +27,9 @@ type RunFacts struct {
 	// Beliefs are when each process believed it held a lease (Beliefs);
 	// nil when not known.
 	Beliefs []Belief
+	// GrantAfterEachCrash: the run asked for a grant after every crash,
+	// not only after one (--grant-after-each-crash; Crashes.Unproven).
+	GrantAfterEachCrash bool
 }
 
 // NoExposureReason is the likely reason a run had no exposure, from the

@@ -116,9 +116,21 @@ func cmpInt64(a, b int64) int {
 func (c *Crashes) EachGranted() bool { return c != nil && c.Made > 0 && c.WithoutGrant == 0 }
 
 // Unproven says why a valid run under crashes cannot stand: the service
-// granted nothing after any of them. "" when it granted after some.
-func (c *Crashes) Unproven() string {
-	if c == nil || c.GrantsAfter > 0 {
+// granted nothing after any of them, or (each) after one of them. "" when
+// it granted after some (each: after every one).
+func (c *Crashes) Unproven(each bool) string {
+	if c == nil {
+		return ""
+	}
+	if each && c.GrantsAfter > 0 && c.WithoutGrant > 0 {
+		for _, sp := range c.Spans {
+			if sp.GrantsAfter == 0 {
+				return fmt.Sprintf("the service granted nothing after the crash at %s (%s), one of %s, and the run asked for a grant after each (--grant-after-each-crash): a grant that crash lost could not be contradicted",
+					secs(sp.Start), faultText(history.Fault{F: sp.Fault, Nodes: sp.Nodes}), words.Plural(c.Made, "crash"))
+			}
+		}
+	}
+	if c.GrantsAfter > 0 {
 		return ""
 	}
 	first := c.Spans[0]
@@ -147,9 +159,10 @@ func (c *Crashes) Text() string {
 }
 
 // WithCrashes attaches a run's crashes to its result and holds a valid
-// verdict to them: a run that granted nothing after any crash is
-// unknown (Unproven). A verdict that is not valid stays as it is.
-func (res Result) WithCrashes(c *Crashes) Result {
+// verdict to them: a run that granted nothing after any crash (each:
+// after one of them) is unknown (Unproven). A verdict that is not valid
+// stays as it is.
+func (res Result) WithCrashes(c *Crashes, each bool) Result {
 	if c == nil {
 		return res
 	}
@@ -157,7 +170,7 @@ func (res Result) WithCrashes(c *Crashes) Result {
 	if res.Verdict != Valid {
 		return res
 	}
-	if why := c.Unproven(); why != "" {
+	if why := c.Unproven(each); why != "" {
 		res.Verdict, res.Explanation = Unknown, why
 	}
 	return res

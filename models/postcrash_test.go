@@ -26,13 +26,13 @@ func TestCrashesCountGrantsAfterEachCrashHealed(t *testing.T) {
 	if c.Made != 2 || c.WithoutGrant != 0 || c.GrantsAfter != 2 || c.Spans[0].GrantsAfter != 1 || c.Spans[1].GrantsAfter != 1 {
 		t.Fatalf("counts: %+v", c)
 	}
-	if !c.EachGranted() || c.Unproven() != "" {
-		t.Fatalf("granted after each crash: %+v %q", c, c.Unproven())
+	if !c.EachGranted() || c.Unproven(false) != "" {
+		t.Fatalf("granted after each crash: %+v %q", c, c.Unproven(false))
 	}
 	if got := c.Text(); got != "2 crashes, each followed by a grant (2 grants after)" {
 		t.Errorf("text: %q", got)
 	}
-	if res := (Result{Verdict: Valid}).WithCrashes(c); res.Verdict != Valid || res.Crashes != c {
+	if res := (Result{Verdict: Valid}).WithCrashes(c, false); res.Verdict != Valid || res.Crashes != c {
 		t.Fatalf("valid stays valid: %+v", res)
 	}
 }
@@ -44,18 +44,22 @@ func TestCrashesOneWithoutGrantIsReportedAndNoneAfterAnyIsUnknown(t *testing.T) 
 		{F: "kill-leader", Nodes: []string{"n3"}, Start: 12.3e9, End: math.MaxInt64}, // never healed
 	}
 	c := CountCrashes(ops, faults)
-	if c.EachGranted() || c.WithoutGrant != 1 || c.Unproven() != "" {
+	if c.EachGranted() || c.WithoutGrant != 1 || c.Unproven(false) != "" {
 		t.Fatalf("one crash granted after, one not: %+v", c)
 	}
 	if got := c.Text(); !strings.Contains(got, "1 not followed by a grant (begun at 12.30 s)") {
 		t.Errorf("text: %q", got)
 	}
+	each := Result{Verdict: Valid}.WithCrashes(c, true)
+	if each.Verdict != Unknown || !strings.Contains(each.Explanation, "granted nothing after the crash at 12.30 s (kill-leader on n3), one of 2 crashes") {
+		t.Fatalf("--grant-after-each-crash: %s %q", each.Verdict, each.Explanation)
+	}
 	none := CountCrashes(ops[:1], faults)
-	res := Result{Verdict: Valid}.WithCrashes(none)
+	res := Result{Verdict: Valid}.WithCrashes(none, false)
 	if res.Verdict != Unknown || !strings.Contains(res.Explanation, "granted nothing after any of its 2 crashes (the first, kill-leader on n2 at 5.00 s)") {
 		t.Fatalf("nothing after any crash: %s %q", res.Verdict, res.Explanation)
 	}
-	if inv := (Result{Verdict: Invalid}).WithCrashes(none); inv.Verdict != Invalid {
+	if inv := (Result{Verdict: Invalid}).WithCrashes(none, false); inv.Verdict != Invalid {
 		t.Fatalf("an invalid verdict stands: %+v", inv)
 	}
 	if CountCrashes(ops, []history.Fault{{F: "pause", Start: 1, End: 2}}) != nil {

@@ -75,6 +75,7 @@ func init() {
 			return NewRecipeClient(spec.Endpoints, spec.Recipe, spec.LeaseTTL, storage)
 		},
 		Failpoints: failpoints,
+		KnownBugs:  knownBugs,
 		Durability: &registry.Durability{
 			Recipe: Recipes[0], Fault: "power-loss-all",
 			Why:  "a majority of members keeps every committed write, so only a cut of every member at once can take one",

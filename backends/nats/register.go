@@ -95,6 +95,7 @@ func init() {
 		OpenClient: func(ctx context.Context, spec backends.ClientSpec, storage fenced.Storage) (backends.Client, error) {
 			return NewClient(ctx, spec.Endpoints, spec.Recipe, spec.LeaseTTL, spec.Process, storage)
 		},
+		KnownBugs: knownBugs,
 		Durability: &registry.Durability{
 			Recipe: Recipes[0], Fault: "power-loss-all",
 			Why:  "a stream's replicas keep its writes, so a coordinated power failure of every server, as Jepsen ran against NATS 2.12.1, is what can take one",

@@ -224,6 +224,10 @@ type Info struct {
 	// with its recipes, its own flags and the faults that have meaning
 	// for it; empty: the backend has one way.
 	Deployments []Deployment
+	// KnownBugs are published bugs of the backend's servers, each
+	// reproduced by a broken and a fixed row of `check compare --preset
+	// known-bugs`; empty: none.
+	KnownBugs []KnownBug
 }
 
 // AgentProgram is a backend's own agent program: a main package of this

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Settings are a named choice of a backend's own flags (Info.Flags), as
@@ -90,4 +91,47 @@ func (b Info) CheckSettings(s Settings) error {
 		}
 	}
 	return nil
+}
+
+// KnownBug is a published bug of the backend's servers that `check
+// compare --preset known-bugs` reproduces: one row on the release that
+// had it, one on the release that fixed it (or the setting that avoids
+// it), with the same workload and fault, so that the pair shows the bug
+// and its absence side by side (docs/known-bugs.md).
+type KnownBug struct {
+	// Name is the project and its issue: "etcd 14370".
+	Name string
+	// Broke says in a few words what the bug broke, as the lock sees it
+	// ("an acknowledged write lost: a token handed out twice").
+	Broke string
+	// Recipe, Storage and Fencing are both rows'; an empty Storage is
+	// the fenced node, an empty Fencing is all. LeaseCheck is the built-in
+	// client's ("" for the careful one).
+	Recipe, Storage, Fencing, LeaseCheck string
+	// Nodes and Clients are both rows' server and client counts (0: the
+	// matrix's); NemesisInterval and TimeLimit their faults' rest and
+	// their runs' length (0: the matrix's), for a bug that needs a
+	// service back up before the next fault.
+	Nodes, Clients  int
+	NemesisInterval time.Duration
+	TimeLimit       time.Duration
+	// Fault is the column both rows run under: a --nemesis word, or
+	// words joined by + (one drawn per injection).
+	Fault string
+	// Options are flags both rows take, the backend's own and the
+	// fault's, by flag name (failpoint: raftBeforeSave=panic).
+	Options map[string]string
+	// Broken and Fixed are the two rows.
+	Broken, Fixed BugSide
+}
+
+// BugSide is one row of a known bug: the release, and the flags it adds
+// to the bug's.
+type BugSide struct {
+	// Version is the row's --server-version ("" for the backend's
+	// default build).
+	Version string
+	// Options are flags this row adds (a durability setting that avoids
+	// the bug, where the fix is a setting, not a release).
+	Options map[string]string
 }

@@ -65,7 +65,11 @@ durability settings, as the backend describes them — etcd
 --postgres-synchronous-commit, redis --redis-persistence, zookeeper
 --zookeeper-force-sync — one row each, fenced, under the power fault that
 suits its servers, the other column n/a; 10s between a restart and the next
-cut; 3 runs of 30s); redis-deployments
+cut; 3 runs of 30s); known-bugs (the lock services' published bugs, as
+each backend lists them: for each bug one row on the release that had it and
+one on the release that fixed it, the same workload under the bug's own fault,
+every run held to a grant after each crash (--grant-after-each-crash); 3 runs
+each; docs/known-bugs.md, whose known-bugs.expect pins the table); redis-deployments
 (Redis as people deploy it: one master with setnx and setnx-incr, Redlock on
 five masters, a master with replicas and Sentinels with setnx, setnx-incr and
 setnx-incr-wait, fenced, each under the faults that have meaning for it:
@@ -96,6 +100,7 @@ writes its own cells that way as compare.expect, ready to pin.`,
   check compare --preset kleppmann
   check compare --preset power
   check compare --preset redis-deployments --runs 5
+  check compare --preset known-bugs --expect docs/known-bugs.expect
   check compare --backends memory --faults pause-holder,pause --time-limit 10s
   check compare --backends etcd,zookeeper --nodes 5 --clients 10 --keys 3 --lease-ttl 3s
   check compare --preset quick --expect pinned.expect   # exit 1 when a cell's verdict moves
@@ -124,7 +129,7 @@ func (cf *compareFlags) register(f *pflag.FlagSet) {
 	f.StringVar(&cf.leaseChecks, "lease-checks", "", "comma list of what the built-in client checks of its lease, one row each: all (careful, the default) or none (trusts its grant); jepsen-etcd: none, plus all unfenced")
 	f.StringVar(&cf.serverVersions, "server-versions", "", "comma list of server builds, one row each for a backend that has several (etcd: 3.4,3.5,3.6,3.7; 3.5 and 3.7 are compiled on first use); default each backend's first (jepsen-etcd: 3.4)")
 	f.StringVar(&spec.Base.ClientEndpoints, "client-endpoints", "", "which servers each client speaks to: all (default) or one (process p to server p mod n; etcd and zookeeper; jepsen-etcd: one)")
-	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full, power, redis-deployments: 3; jepsen-etcd: 10)")
+	f.IntVar(&spec.Runs, "runs", 0, "runs per cell (default 1; full, power, known-bugs, redis-deployments: 3; jepsen-etcd: 10)")
 	f.DurationVar(&spec.TimeLimit, "time-limit", 0, "workload length of each run (default 20s; quick: 15s; power: 30s; jepsen-etcd: 120s)")
 	f.Int64Var(&spec.Seed, "seed", 0, "seed of each cell's first run; run r uses seed+r (default: random, printed)")
 	f.IntVar(&spec.Parallel, "parallel", 0, "runs at once, each on its own cluster (default from the engine: one a core, within half its memory at 2 GiB a slot; 1 runs them one by one; faults that freeze servers never go more than one a core; docs/compare.md)")

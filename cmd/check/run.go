@@ -260,6 +260,7 @@ func (rf *runFlags) register(f *pflag.FlagSet) {
 	}
 	f.StringVar(&rf.junit, "junit", "", "also write a JUnit XML report (one test case per key) to this file, for CI")
 	f.BoolVar(&cfg.KeepCluster, "keep-cluster", false, "leave the Docker cluster up (healed) after the run; check cluster down removes it")
+	f.BoolVar(&cfg.GrantAfterEachCrash, "grant-after-each-crash", false, "a valid run must show the lock granted after every crash (kill, failpoint, power cut), not only after one; otherwise it is unknown (exit 2): a grant a crash lost shows only in a later grant (docs/results.md)")
 	f.BoolVar(&cfg.PowerLayer, "power-layer", false, "lay the power faults' filesystem layer over the servers' data directory with no power fault: nothing is ever dropped, the servers only run on it (to measure what it costs; docs/power-loss.md)")
 	f.BoolVar(&cfg.FreshCluster, "fresh-cluster", false, "with --test-count, give every test a new Docker cluster (default: a test takes the one the test before it left, with its processes killed and its data removed)")
 	f.StringVar(&cfg.AgentBinary, "agent-binary", "", "static check binary to run in the containers (default: $FENCECHECK_BINARY, else this one)")
