@@ -62,6 +62,7 @@ func init() {
 		},
 		// client-go is linked into the agent program alone, not into the
 		// check binary.
+		CompileLast: true,
 		Agent: &registry.AgentProgram{Name: AgentProgramName, Package: "./cmd/" + AgentProgramName,
 			What: "the kubernetes agent, client-go's leader election"},
 	})

@@ -182,6 +182,13 @@ type Info struct {
 	OneEndpoint  bool
 	AllEndpoints string
 
+	// CompileLast says that the backend's server build and agent program
+	// take many times another backend's to compile (kube-apiserver: 8 to
+	// 15 minutes on 2 cores, client-go's agent 6), so `check image build
+	// --all` compiles them after every other backend's, whose tests start
+	// sooner (CI runs this backend's tests last).
+	CompileLast bool
+
 	// CoreImage, when set, says that a Docker run of this setup needs
 	// only the core node image (images.EnsureCoreImage: the tools and the
 	// servers compiled on the host), not Debian's servers on top of it,
