@@ -289,10 +289,8 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 			s.st.pooled = true
 			s.logf("cluster %s kept warm for the next run", s.cluster.TestID)
 			if evicted != nil {
-				s.logf("cluster %s, idle longest, removed to keep the warm clusters within one per slot", evicted.TestID)
-				if err := evicted.Down(ctx); err != nil {
-					s.logf("removing cluster %s: %v (check cluster down --id %s)", evicted.TestID, err, evicted.TestID)
-				}
+				s.logf("cluster %s, idle longest, removed (in the background) to keep the warm clusters within their number", evicted.TestID)
+				s.st.clusters.evict(evicted)
 			}
 			return nil
 		}
