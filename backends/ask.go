@@ -51,7 +51,8 @@ func HTTPBody(node, path, answer string) (string, error) {
 		if len(answer) > 200 {
 			answer = answer[:200] + "..."
 		}
-		return "", fmt.Errorf("%s: GET %s answered %q", node, path, answer)
+		// The path alone: the same answer comes back to a GET and a POST.
+		return "", fmt.Errorf("%s: %s answered %q", node, path, answer)
 	}
 	return body, nil
 }

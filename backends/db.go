@@ -67,6 +67,34 @@ type LeaderWatcher interface {
 	WatchLeader(ctx context.Context, c *engine.Cluster, moved func(begun bool, node string))
 }
 
+// Maintainer is a DB whose servers the run asked to do their own
+// upkeep while the workload runs (etcd's compaction and
+// defragmentation, by the backend's own flags): upkeep is where several
+// published bugs of lock servers live, so a crash must be able to meet
+// it. The harness runs Maintain beside the workload, from its start
+// until its end (not during setup, the heal or the final reads), and
+// names no service. Maintain returns at once when the run asked for no
+// upkeep, and as soon as ctx ends otherwise.
+type Maintainer interface {
+	// Maintain does the upkeep until ctx ends. Every task and the
+	// servers' answer goes to logf (check.log). A task a server refuses
+	// or cannot answer (a member down under a fault) is logged and
+	// tried again at the next turn, never an error of the run: Maintain
+	// returns what it did, for the run's summary line.
+	Maintain(ctx context.Context, c *engine.Cluster, logf func(format string, args ...any)) MaintenanceDone
+}
+
+// MaintenanceDone counts a Maintain's tasks by what they were
+// ("compaction", "defragmentation"), in the order they were first done.
+type MaintenanceDone []MaintenanceCount
+
+// MaintenanceCount is one kind of task: how many were asked and how many
+// the servers answered with success.
+type MaintenanceCount struct {
+	Task      string
+	Asked, OK int
+}
+
 // Preparer is a DB that needs something made on the host before its
 // servers can start (etcd's builds compiled on demand). The harness calls
 // Prepare in the run's image phase, before any container exists, with

@@ -171,6 +171,7 @@ func (r *run) drive(wl workload, sched *nemesis.Schedule) driven {
 		wlDone <- wlResult{n, err}
 	}()
 	stopProgress := r.startProgress(runCtx, sched)
+	stopUpkeep := maintain(runCtx, r.sys, r.logFileOnly, logf)
 	go watchHistory(runCtx, r.rec, logf, cancelRun)
 	wlEnded, nemEnded := false, false
 	select {
@@ -200,6 +201,9 @@ func (r *run) drive(wl workload, sched *nemesis.Schedule) driven {
 		}
 	}
 	cancelRun()
+	// The upkeep ends with the workload: none runs under the heal or
+	// the final reads.
+	stopUpkeep()
 	if !nemEnded {
 		d.nemErr = <-nemDone
 	}

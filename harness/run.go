@@ -264,6 +264,10 @@ func (r *run) logTo(toConsole bool, format string, args ...any) {
 // logf writes a line to check.log and the terminal.
 func (r *run) logf(format string, args ...any) { r.logTo(true, format, args...) }
 
+// logFileOnly writes a line to check.log alone: what would bury the
+// terminal (a compaction a second) but a reader of the log wants.
+func (r *run) logFileOnly(format string, args ...any) { r.logTo(false, format, args...) }
+
 // progressf writes the periodic progress: on a terminal it lives in the
 // status line; the log file (and a CI log) get a plain line every few
 // seconds.

@@ -68,10 +68,13 @@ type DB struct {
 	// Failpoints runs the failpoint build (failpoints.go), its endpoint
 	// on FailpointPort.
 	Failpoints bool
-	arch       string // the engine's, for an on-demand build (Prepare)
-	image      string // the user's server image (--server-image), "" for the node image's etcd
-	nodes      []string
-	ips        map[string]string
+	// CompactEvery and DefragEvery are the servers' upkeep during the
+	// workload (maintain.go); 0 is none.
+	CompactEvery, DefragEvery time.Duration
+	arch                      string // the engine's, for an on-demand build (Prepare)
+	image                     string // the user's server image (--server-image), "" for the node image's etcd
+	nodes                     []string
+	ips                       map[string]string
 }
 
 // binary is the server's path in the nodes: the failpoint build's when
@@ -326,6 +329,9 @@ func (d *DB) Info() map[string]string {
 	what := fmt.Sprintf("etcd %s (%s) on %s", d.Version, d.binary(), strings.Join(d.nodes, ", "))
 	if d.Failpoints {
 		what += fmt.Sprintf(", failpoints (gofail %s) on port %d", images.GofailVersion, FailpointPort)
+	}
+	if up := d.upkeepInfo(); up != "" {
+		what += "; " + up
 	}
 	return map[string]string{"lock service": what}
 }

@@ -52,7 +52,7 @@ func init() {
 		ClientStorages: map[string]*registry.ClientStorage{"etcd": clientStorage},
 		// 3.5 to 3.7 are compiled on the host; only 3.4 is Debian's.
 		CoreImage: func(s registry.Setup) bool { return s.ServerVersion != "3.4" },
-		Flags:     []usage.Flag{UnsafeNoFsyncFlag},
+		Flags:     []usage.Flag{UnsafeNoFsyncFlag, CompactEveryFlag, DefragEveryFlag},
 		NewDB: func(s registry.Setup) (backends.DB, int, error) {
 			noFsync := s.Options[UnsafeNoFsyncFlag.Name] == "true"
 			if noFsync && s.ServerVersion == "3.4" {
@@ -63,7 +63,15 @@ func init() {
 					return nil, 0, usage.Errorf("failpoint", "%v", err)
 				}
 			}
-			return &DB{Version: s.ServerVersion, TestID: s.TestID, UnsafeNoFsync: noFsync, Failpoints: s.Failpoints}, s.Nodes, nil
+			db := &DB{Version: s.ServerVersion, TestID: s.TestID, UnsafeNoFsync: noFsync, Failpoints: s.Failpoints}
+			var err error
+			if db.CompactEvery, err = parseEvery(s.Options[CompactEveryFlag.Name]); err != nil {
+				return nil, 0, usage.Errorf(CompactEveryFlag.Name, "%v", err)
+			}
+			if db.DefragEvery, err = parseEvery(s.Options[DefragEveryFlag.Name]); err != nil {
+				return nil, 0, usage.Errorf(DefragEveryFlag.Name, "%v", err)
+			}
+			return db, s.Nodes, nil
 		},
 		Notes: func(s registry.Setup) []string {
 			if secs, clamped := TTLSeconds(s.LeaseTTL); clamped {
