@@ -124,7 +124,9 @@ func (m *Matrix) Config(r Row, fault string, run int, store string) harness.Conf
 	cfg.Nodes = cmp.Or(r.Nodes, cfg.Nodes)
 	cfg.Clients = cmp.Or(r.Clients, cfg.Clients)
 	cfg.NemesisInterval = cmp.Or(r.NemesisInterval, cfg.NemesisInterval)
-	cfg.TimeLimit = cmp.Or(r.TimeLimit, cfg.TimeLimit)
+	if !m.timeLimitGiven {
+		cfg.TimeLimit = cmp.Or(r.TimeLimit, cfg.TimeLimit)
+	}
 	if b, ok := registry.Lookup(r.Backend); ok && len(b.Versions) == 0 {
 		cfg.ServerVersion = "" // a server version means nothing to a backend with one build
 	}

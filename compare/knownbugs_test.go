@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 )
@@ -79,5 +80,24 @@ func TestKnownBugsPresetRefusesABackendWithoutBugs(t *testing.T) {
 	_, err := Expand(Spec{Preset: KnownBugs, Backends: []string{"postgres"}})
 	if err == nil || !strings.Contains(err.Error(), "backend postgres lists no published bug") {
 		t.Fatalf("err %v", err)
+	}
+}
+
+func TestKnownBugsTimeLimitGivenHoldsOverARowsOwn(t *testing.T) {
+	m, err := Expand(Spec{Preset: KnownBugs, TimeLimit: 7 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := 0
+	for _, r := range m.Rows {
+		if r.TimeLimit != 0 {
+			own++
+		}
+		if got := m.Config(r, r.Faults, 0, "x").TimeLimit; got != 7*time.Second {
+			t.Errorf("%s: time limit %s, want --time-limit's 7s", r, got)
+		}
+	}
+	if own == 0 {
+		t.Fatal("no row has a time limit of its own: the test proves nothing")
 	}
 }

@@ -243,6 +243,9 @@ type Matrix struct {
 	clients map[string]*clientdir.Client
 	// cells are the cells resolved so far (cells.go).
 	cells cellCache
+	// timeLimitGiven: --time-limit was given, and holds over a row's
+	// own (a known bug's).
+	timeLimitGiven bool
 }
 
 // NeedsDocker says whether any row runs on a Docker cluster (the engine
@@ -264,6 +267,7 @@ func Expand(spec Spec) (*Matrix, error) {
 		return nil, err
 	}
 	m.Runs, m.TimeLimit, m.Faults = l.runs, l.timeLimit, l.faults
+	m.timeLimitGiven = spec.TimeLimit != 0
 	seen := map[Row]bool{}
 	add := func(r Row) {
 		if !seen[r] && (l.keep == nil || l.keep(r)) {
