@@ -65,7 +65,7 @@ func (r *run) workloadPhases() (phasesDone, error) {
 	stopWatch := watchLeader(r.sys, r.rec)
 	d := r.drive(wl, sched)
 	stopWatch()
-	r.drops = cutDrops(faults)
+	r.drops = cutDrops(faults, r.rec.Start())
 	interrupted := stop.Err() != nil
 	if interrupted && d.wl.err != nil && errors.Is(d.wl.err, context.Canceled) {
 		// A client cut short while it was being opened: the interrupt's

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"time"
+
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
@@ -10,11 +12,16 @@ import (
 // cut dropped, the harness hands it to the verdict and to results.json
 // beside the history, which knows when each cut began.
 
-// cutDrops are what the power faults among faults dropped at each cut.
-func cutDrops(faults []nemesis.Fault) []models.Drop {
+// cutDrops are what the power faults among faults dropped at each cut,
+// and when the power went, in the history's time (zero at start).
+func cutDrops(faults []nemesis.Fault, start time.Time) []models.Drop {
 	var out []models.Drop
 	for _, d := range nemesis.DropsOf(faults) {
-		out = append(out, models.Drop{Fault: d.Fault, Nodes: d.Nodes, Files: d.Files, Bytes: d.Bytes})
+		md := models.Drop{Fault: d.Fault, Nodes: d.Nodes, Files: d.Files, Bytes: d.Bytes}
+		if !d.Went.IsZero() {
+			md.Went = max(d.Went.Sub(start).Nanoseconds(), 1)
+		}
+		out = append(out, md)
 	}
 	return out
 }

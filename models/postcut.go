@@ -46,6 +46,10 @@ type Drop struct {
 	Nodes []string `json:"nodes"`
 	Files int      `json:"files"`
 	Bytes int64    `json:"bytes"`
+	// Went is when the last of the cut's nodes lost its power (ns, the
+	// history's time); 0 when not known (then the cut's start stands
+	// for it).
+	Went int64 `json:"went,omitempty"`
 }
 
 // PowerCut is one power cut of a run.
@@ -55,6 +59,10 @@ type PowerCut struct {
 	// Time is when the cut began (ns, the fault's invoke; a failed cut's
 	// info).
 	Time int64 `json:"time"`
+	// Went is when the power went on the last of its nodes (ns), where
+	// the layer said: a one-instant cut records its start first and cuts
+	// up to a second later. 0 when not known.
+	Went int64 `json:"went,omitempty"`
 	// Failed says why the cut was not made; "" when it was.
 	Failed string `json:"failed,omitempty"`
 	// Dropped is what the cut made the layer forget; nil when it failed
@@ -120,6 +128,7 @@ func CountPowerCuts(ops []history.Op, faults []history.Fault, nemesis []string, 
 			p.Made++
 			if d, ok := nthDrop(drops, f.F, next[f.F]); ok {
 				c.Dropped = &d
+				c.Went = d.Went
 				p.DroppedFiles += d.Files
 				p.DroppedBytes += d.Bytes
 			} else {
@@ -163,14 +172,17 @@ func (p *PowerCuts) countGrants(ops []history.Op) {
 		if o.F != history.Acquire || o.Type != history.OK {
 			continue
 		}
-		// The last made cut that began before this grant was called.
+		// The last made cut that began before this grant was called. A
+		// grant called before the power went, though after the cut was
+		// announced, proves nothing about it (a one-instant cut announces
+		// its start up to a second before the power goes).
 		at := -1
 		for _, i := range made {
 			if p.Cuts[i].Time < o.Call {
 				at = i
 			}
 		}
-		if at < 0 || !grantedBefore(ops, o.Key, p.Cuts[at].Time) {
+		if at < 0 || o.Call <= p.Cuts[at].Went || !grantedBefore(ops, o.Key, max(p.Cuts[at].Time, p.Cuts[at].Went)) {
 			continue
 		}
 		p.Cuts[at].PostCutGrants++

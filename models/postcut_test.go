@@ -99,3 +99,25 @@ func TestPowerCutsNoneAsked(t *testing.T) {
 		t.Errorf("every cut dropped nothing: %q", every.Text())
 	}
 }
+
+// A one-instant cut records its start, then cuts up to a second later: a
+// grant called in between was acknowledged before the power went and
+// proves nothing about the cut (NATS 7564's fixed row, seed 1: 17 grants
+// credited to a cut that all came before its power went).
+func TestPowerCutsCountGrantsOnlyAfterThePowerWent(t *testing.T) {
+	ops := []history.Op{
+		cutGrant("k0", 1, 1e9, 2e9),
+		cutGrant("k0", 2, 5.2e9, 5.3e9), // after the announce, before the power went
+		cutGrant("k0", 3, 9e9, 9.5e9),   // after the power went
+	}
+	faults := []history.Fault{{F: "power-loss-all", Nodes: []string{"n1", "n2", "n3"}, Start: 5e9, End: 8e9}}
+	drops := []Drop{{Fault: "power-loss-all", Nodes: []string{"n1", "n2", "n3"}, Files: 3, Bytes: 12288, Went: 5.6e9}}
+	p := CountPowerCuts(ops, faults, []string{"power-loss-all"}, drops)
+	if p.PostCutGrants != 1 || p.Cuts[0].Went != 5.6e9 {
+		t.Fatalf("want the one grant called after the power went: %+v", p)
+	}
+	only := CountPowerCuts(ops[:2], faults, []string{"power-loss-all"}, drops)
+	if res := (Result{Verdict: Valid}).WithPowerCuts(only); res.Verdict != Unknown {
+		t.Fatalf("a grant before the power went made the cut proven: %+v", res)
+	}
+}

@@ -181,6 +181,11 @@ func (p *PowerCut) StartAnnounced(ctx context.Context, rng *rand.Rand, announce 
 	}
 	p.report(ts, start, freezes)
 	cut := CutDrop{Fault: p.Label, Nodes: append([]string(nil), ts...)}
+	for _, f := range freezes {
+		if at := time.Unix(0, f.AtNano); f.AtNano != 0 && at.After(cut.Went) {
+			cut.Went = at
+		}
+	}
 	err = eachNode(ts, func(n string) error {
 		if err := p.DB.Kill(kctx, p.Cluster, n); err != nil {
 			return fmt.Errorf("killing the server in %s: %w", n, err)

@@ -1,5 +1,7 @@
 package nemesis
 
+import "time"
+
 // A power cut is only evidence when it dropped something and the lock
 // service granted after it (models.PowerCuts). The history records when
 // each cut began; what it dropped is known only to the layer's daemon in
@@ -13,6 +15,12 @@ type CutDrop struct {
 	Nodes []string
 	Files int
 	Bytes int64
+	// Went is when the last of the cut's nodes lost its power, as its
+	// layer froze (zero when no layer said): a one-instant cut records
+	// its start first and cuts up to a second later, so a grant between
+	// the two was acknowledged before the power went, and proves nothing
+	// about the cut.
+	Went time.Time
 }
 
 // Drops are what each cut p made dropped, in the order of the cuts; a
