@@ -101,3 +101,19 @@ func TestKnownBugsTimeLimitGivenHoldsOverARowsOwn(t *testing.T) {
 		t.Fatal("no row has a time limit of its own: the test proves nothing")
 	}
 }
+
+// docs/known-bugs.expect pins the preset's cells: every line must name a
+// cell the preset has, so a renamed row fails here, not in a user's CI.
+func TestKnownBugsExpectFileNamesThePresetsCells(t *testing.T) {
+	exps, err := ReadExpectations("../docs/known-bugs.expect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := Expand(Spec{Preset: KnownBugs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.CheckExpectations(exps); err != nil {
+		t.Fatal(err)
+	}
+}
