@@ -91,6 +91,12 @@ func TestDockerRedisIncrTokenUnderHolderPauseIsValid(t *testing.T) {
 // kill lasts longer than the lease) whatever the persistence, but the
 // token counter survives only in the AOF. Without it the counter starts
 // again at 1 and hands out tokens already granted.
+//
+// aof-everysec is not here: it survives most kills, but Redis puts its
+// AOF write off while a background fsync runs and answers anyway, so a
+// kill in that window loses an acknowledged token (CI saw it: token 195
+// acknowledged 40 ms before the kill, granted again after it;
+// docs/backends.md). Neither verdict is the known answer.
 func TestDockerRedisIncrTokenUnderKill(t *testing.T) {
 	for _, c := range []struct {
 		persistence string
@@ -98,7 +104,6 @@ func TestDockerRedisIncrTokenUnderKill(t *testing.T) {
 	}{
 		{"default", models.Invalid},
 		{"none", models.Invalid},
-		{"aof-everysec", models.Valid},
 		{"aof-always", models.Valid},
 	} {
 		t.Run(c.persistence, func(t *testing.T) {
