@@ -1,0 +1,143 @@
+// Package nodes is the one door through which the harness, the nemesis's
+// faults and the backends reach the machines of a test: run a command,
+// keep a process's streams open, copy a file, freeze and thaw a node,
+// learn its address. A test's machines are containers on a Docker engine
+// (compose/engine, the default and first implementation) or the user's
+// own hosts over SSH (compose/sshnodes); whoever holds a Nodes cannot
+// tell, and must not need to.
+//
+// What it is for: the contract between the code that decides what to do
+// to a node (a backend starting etcd, a partition, a pause) and the code
+// that knows how (the Docker Engine API, an SSH session). What it must
+// never do: name a service, a backend or a fault; hold policy (timeouts
+// belong to the caller's context); or grow a method only one driver can
+// honour. What only containers can do lives in the optional interfaces
+// below, which a caller asks for with a type assertion and refuses by
+// name when they are missing.
+package nodes
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Roles of a node: the lock service's servers, the fenced storage, the
+// clients' agents.
+const (
+	RoleServer  = "server"
+	RoleStorage = "storage"
+	RoleClient  = "client"
+)
+
+// Node is one machine of a test as its users see it.
+type Node struct {
+	// Name is n1..nN, storage, c1..cM: what every history, log and fault
+	// calls it, whatever the machine is really called.
+	Name string
+	// IP is the address its peers reach it at (on Docker, the test
+	// network's; on hosts, the inventory's peer address).
+	IP   string
+	Role string // RoleServer, RoleStorage or RoleClient
+}
+
+// ExecResult is what a finished command printed and how it ended.
+type ExecResult struct {
+	Stdout   string
+	Stderr   string
+	ExitCode int
+}
+
+// ExecOptions tune a command run in a node. The zero value runs it as root
+// in / with the node's environment.
+type ExecOptions struct {
+	User       string    // "postgres", "1000:1000"; "" for root
+	Env        []string  // KEY=VALUE, added to the node's environment
+	WorkDir    string    // "" for /
+	Privileged bool      // every capability, where the driver can grant it
+	Stdin      io.Reader // Exec and ExecWith only: fed to the command, then closed
+}
+
+// Stream is a command running in a node with its standard streams open.
+// Stdout and Stderr buffer without bound, so a caller may read only one of
+// them; closing Stdin ends the command's input.
+type Stream struct {
+	Stdin  io.WriteCloser
+	Stdout io.Reader
+	Stderr io.Reader
+
+	// WaitFunc and CloseFunc are the driver's; callers use Wait and Close.
+	WaitFunc  func() (int, error)
+	CloseFunc func() error
+}
+
+// Wait waits for the command's output to end and returns its exit code.
+func (s *Stream) Wait() (int, error) { return s.WaitFunc() }
+
+// Close drops the connection to the command; its readers then see EOF.
+// Whether the command itself ends is the driver's to say (Docker cannot
+// kill an exec; an SSH session's command gets SIGHUP).
+func (s *Stream) Close() error { return s.CloseFunc() }
+
+// Nodes are the machines of one test.
+type Nodes interface {
+	// ID is the test's id: what labels everything the test started.
+	ID() string
+	// Node names one machine; an unknown name is an error naming it.
+	Node(name string) (Node, error)
+	// All lists the machines, servers first, then storage, then clients.
+	All() []Node
+	// Arch is the servers' architecture as Go spells it (amd64, arm64):
+	// what a compiled server must be built for.
+	Arch(ctx context.Context) (string, error)
+
+	// Exec runs cmd in the node and waits for it. A command that fails is
+	// no error: its exit code is in the result. Errors are the driver's
+	// (the node is frozen, gone, unreachable).
+	Exec(ctx context.Context, node string, cmd []string) (ExecResult, error)
+	ExecWith(ctx context.Context, node string, cmd []string, opts ExecOptions) (ExecResult, error)
+	// ExecPrivileged is Exec with every capability the driver can grant
+	// (iptables, the freezer, mounts).
+	ExecPrivileged(ctx context.Context, node string, cmd []string) (ExecResult, error)
+	// ExecDetached starts cmd and returns once it runs, with an id the
+	// driver can name it by; it is not waited for.
+	ExecDetached(ctx context.Context, node string, cmd []string, opts ExecOptions) (string, error)
+	// ExecStream starts cmd with its standard streams attached.
+	ExecStream(ctx context.Context, node string, cmd []string) (*Stream, error)
+	ExecStreamWith(ctx context.Context, node string, cmd []string, opts ExecOptions) (*Stream, error)
+
+	// CopyTo writes content to dstPath in the node, mode as chmod's.
+	CopyTo(ctx context.Context, node, dstPath string, content []byte, mode int64) error
+	// CopyFrom reads one file from the node.
+	CopyFrom(ctx context.Context, node, srcPath string) ([]byte, error)
+	// Logs is what the node's own main process printed ("" where the
+	// driver has no such thing).
+	Logs(ctx context.Context, node string) ([]byte, error)
+	// CollectLogsExcept copies each node's files named in paths (by node
+	// name) under dir/<node>/, skipping the nodes in skip.
+	CollectLogsExcept(ctx context.Context, dir string, paths map[string][]string, skip map[string]bool) error
+
+	// Pause freezes every process of the node at once (the cgroup
+	// freezer), Unpause thaws it, Paused says whether it is frozen.
+	Pause(ctx context.Context, node string) error
+	Unpause(ctx context.Context, node string) error
+	Paused(ctx context.Context, node string) (bool, error)
+	// HoldOffPause keeps Pause off the node until release is called (a
+	// process half way through its start must not be frozen).
+	HoldOffPause(node string) (release func())
+
+	// SetServerEnv sets the environment the node's server is started
+	// with from now on (the clock faults' libfaketime); ServerEnv reads it.
+	SetServerEnv(node string, env []string)
+	ServerEnv(node string) []string
+
+	// Down removes or heals everything the test started on its machines.
+	// It is idempotent.
+	Down(ctx context.Context) error
+}
+
+// FSLayerer is a driver that can start the power layer (nemesis/lossyfs)
+// over a node's data directory and keep it running beside the node.
+type FSLayerer interface {
+	StartFSLayer(ctx context.Context, node string, cmd, ready []string, timeout time.Duration) error
+}
