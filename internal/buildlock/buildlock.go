@@ -8,8 +8,9 @@
 // tests at the same moment, so a test that needs etcd 3.5 waits for the
 // one compile already under way instead of starting a second beside it,
 // and a test that needs nothing built runs at once. It also keeps the
-// time this process spent waiting on other processes' builds (Waited), so
-// that a test's time budget does not count a build that was not its own.
+// time this process spent on builds, waiting on other processes' or
+// making its own (Waited), so that a test's time budget does not count a
+// build: a build is the machine's set-up, not the test.
 //
 // It only serialises: it never decides what is built or where it is
 // kept, and a lock is advisory (flock): a process that dies lets go of
@@ -43,9 +44,10 @@ var waits struct {
 	ongoing map[*time.Time]bool
 }
 
-// Waited is the time this process has spent so far waiting for builds
-// held by other processes, the waits under way included. A caller
-// measures a span by reading it twice.
+// Waited is the time this process has spent so far on builds: waiting
+// for those held by other processes, and making its own while it held
+// their lock, the spans under way included. A caller measures a span by
+// reading it twice.
 func Waited() time.Duration {
 	waits.Lock()
 	defer waits.Unlock()
@@ -150,7 +152,12 @@ func Acquire(ctx context.Context, name, what string, progress io.Writer) (releas
 	if err := f.Truncate(0); err == nil {
 		f.WriteAt([]byte(self()+"\n"), 0)
 	}
-	return func() { unlock(f); f.Close() }, nil
+	// The build made while holding the lock is no more the caller's own
+	// time than a wait for another's: a test that happens to be first to
+	// need a server does CI's image build's work (Waited counts both).
+	endHold := startWait()
+	var once sync.Once
+	return func() { once.Do(func() { endHold(); unlock(f); f.Close() }) }, nil
 }
 
 // self names this process for another's waiting line: its pid and

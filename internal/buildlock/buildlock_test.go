@@ -104,3 +104,21 @@ func TestNamesAreIndependent(t *testing.T) {
 	}
 	b()
 }
+
+// The time a process holds a build's lock (it makes the build) counts
+// in Waited, as a wait for another's does.
+func TestHoldingCounts(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	before := Waited()
+	release, err := Acquire(context.Background(), "hold", "a compile", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	release()
+	release() // twice is harmless, and counts once
+	if w := Waited() - before; w < 300*time.Millisecond || w > 2*time.Second {
+		t.Errorf("Waited grew by %s over a 300 ms hold, want about that", w)
+	}
+}

@@ -115,9 +115,13 @@ func OutsideBudget(t testing.TB, f func()) {
 	}
 	watchesMu.Unlock()
 	if w != nil {
+		// A build f made or waited for (buildlock) is not counted here,
+		// so it must not be taken off the count again by expire.
+		before := buildlock.Waited()
 		defer func() {
 			watchesMu.Lock()
 			defer watchesMu.Unlock()
+			w.waitBase += buildlock.Waited() - before
 			w.change(func() { w.paused-- })
 		}()
 	}

@@ -301,3 +301,44 @@ func TestBudgetDoesNotCountWaitsForAnotherProcesssBuild(t *testing.T) {
 		t.Errorf("a test 150 ms past its own 50 ms budget: errors %q, want one", errs)
 	}
 }
+
+// A build the test makes itself, holding its lock (the first test to need
+// a server CI's image build had not reached yet), is not counted either;
+// nor is it taken off twice when it was already outside the budget.
+func TestBudgetDoesNotCountTheBuildATestMakes(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	withBudget(t, "TestDockerBuilds", 150*time.Millisecond, time.Minute, func(msg string) { t.Errorf("process ended: %s", msg) })
+	r := &recorder{TB: t, name: "TestDockerBuilds"}
+	watchBudget(r)
+	release, err := buildlock.Acquire(context.Background(), "nats-server", "nats-server's compile", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the compile
+	release()
+	time.Sleep(50 * time.Millisecond) // the test's own work
+	r.finish()
+	if errs := r.said(); len(errs) != 0 {
+		t.Errorf("a test that compiled for 500 ms failed its 150 ms budget: %q", errs)
+	}
+	// A build inside OutsideBudget is discounted once: the test's own
+	// 200 ms after it still go past a 100 ms budget.
+	withBudget(t, "TestDockerBuilds", 100*time.Millisecond, time.Minute, func(string) {})
+	r2 := &recorder{TB: t, name: "TestDockerBuilds"}
+	watchBudget(r2)
+	OutsideBudget(r2, func() {
+		release, err := buildlock.Acquire(context.Background(), "node-image", "the node image", nil)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		time.Sleep(400 * time.Millisecond)
+		release()
+	})
+	time.Sleep(200 * time.Millisecond)
+	r2.finish()
+	if errs := r2.said(); len(errs) != 1 {
+		t.Errorf("200 ms of its own against a 100 ms budget, after a build outside it: errors %q, want one", errs)
+	}
+}
