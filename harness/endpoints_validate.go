@@ -11,7 +11,7 @@ import (
 
 // noServerAccess is why whatever acts on the servers is refused with
 // --endpoints.
-const noServerAccess = "the servers are yours, given by --endpoints: fencecheck starts none and has no access to them"
+const noServerAccess = "with --endpoints the servers are yours: fencecheck starts none and has no access to them"
 
 // checkEndpoints refuses, before anything is created, what a run against
 // the user's own servers (--endpoints) cannot do: a backend that cannot be
@@ -46,12 +46,12 @@ func (t *Test) checkEndpoints() error {
 	}
 	for _, flag := range []string{"nodes", "server-version", "server-image", "power-layer"} {
 		if c.Given[flag] {
-			return usage.Errorf(flag, "sets up servers fencecheck starts, and %s (their count and versions are what they say they are, recorded from their own answer); drop --%s", noServerAccess, flag)
+			return usage.Errorf(flag, "sets up the servers fencecheck would start; %s (what they are is recorded from their own answer); drop --%s", noServerAccess, flag)
 		}
 	}
 	for _, f := range registry.Flags() {
 		if c.Options[f.Name] != "" || c.Given[f.Name] {
-			return usage.Errorf(f.Name, "is a setting of the servers fencecheck starts, and %s: your servers run with your settings; drop --%s", noServerAccess, f.Name)
+			return usage.Errorf(f.Name, "a setting of the servers fencecheck would start; %s, and they run with your settings; drop --%s", noServerAccess, f.Name)
 		}
 	}
 	if !registry.IsSharedStorage(c.Storage) {

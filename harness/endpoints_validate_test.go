@@ -75,7 +75,7 @@ func TestEndpointsRefused(t *testing.T) {
 		{"server-version", func(c *Config) { c.Given["server-version"], c.ServerVersion = true, "3.5" }, "server-version", []string{"drop --server-version"}},
 		{"server-image", func(c *Config) { c.Given["server-image"], c.ServerImage = true, "etcd:v3.6" }, "server-image", []string{"drop --server-image"}},
 		{"power-layer", func(c *Config) { c.Given["power-layer"], c.PowerLayer = true, true }, "power-layer", []string{"drop --power-layer"}},
-		{"a server setting", func(c *Config) { c.Options = map[string]string{"etcd-compact-every": "10s"} }, "etcd-compact-every", []string{"your servers run with your settings"}},
+		{"a server setting", func(c *Config) { c.Options = map[string]string{"etcd-compact-every": "10s"} }, "etcd-compact-every", []string{"they run with your settings"}},
 		{"storage in the service", func(c *Config) { c.Storage, c.Fencing = "etcd", "none" }, "storage", []string{"--storage fenced"}},
 		{"in process", func(c *Config) { c.Cluster = "inprocess" }, "cluster", []string{"Docker containers"}},
 		{"network alone", func(c *Config) { c.Endpoints, c.Given, c.EndpointsNetwork = nil, nil, "dev_default" }, "endpoints-network", []string{"add --endpoints"}},
