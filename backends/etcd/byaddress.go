@@ -60,6 +60,18 @@ func member(endpoint string) (*clientv3.Client, error) {
 // statusVersion is the member's answer to Maintenance.Status: its version,
 // with its member id, the leader it knows and its revision beside it.
 func statusVersion(ctx context.Context, endpoint string) (backends.ServerVersion, error) {
+	// clientv3 says only that its deadline passed when nothing listens:
+	// a plain connection first says why.
+	if host, port, err := parseEndpoint(endpoint); err == nil {
+		var d net.Dialer
+		dctx, cancel := context.WithTimeout(ctx, backends.AskTimeout)
+		conn, err := d.DialContext(dctx, "tcp", net.JoinHostPort(host, port))
+		cancel()
+		if err != nil {
+			return backends.ServerVersion{}, fmt.Errorf("%s: %w", endpoint, err)
+		}
+		conn.Close()
+	}
 	cli, err := member(endpoint)
 	if err != nil {
 		return backends.ServerVersion{}, err
