@@ -104,7 +104,7 @@ func handStartedEtcd(ctx context.Context, t *testing.T, cli *client.Client, imag
 	url := "http://" + name + ":2379"
 	init := true
 	resp, err := cli.ContainerCreate(ctx, &container.Config{Image: image, Hostname: name, Labels: engine.Labels(id),
-		Cmd: []string{"etcd", "--name", "by-hand", "--data-dir", "/tmp/by-hand", "--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", url,
+		Cmd: []string{"/usr/local/bin/etcd-3.6", "--name", "by-hand", "--data-dir", "/tmp/by-hand", "--listen-client-urls", "http://0.0.0.0:2379", "--advertise-client-urls", url,
 			"--listen-peer-urls", "http://127.0.0.1:2380", "--initial-advertise-peer-urls", "http://127.0.0.1:2380", "--initial-cluster", "by-hand=http://127.0.0.1:2380"}},
 		&container.HostConfig{NetworkMode: container.NetworkMode(netName), Init: &init}, nil, nil, name)
 	if err != nil {
