@@ -110,6 +110,13 @@ type Config struct {
 	// KeepCluster leaves the Docker cluster up after the run (healed), for
 	// a look inside; `check cluster down` removes it.
 	KeepCluster bool
+	// Endpoints, when set, are the user's own lock servers, already
+	// running and reached only by these addresses (--endpoints): no
+	// server is started, and only the faults that need no access to the
+	// servers are accepted (endpoints.go). EndpointsNetwork is an existing
+	// Docker network the client containers also join to reach them.
+	Endpoints        []string
+	EndpointsNetwork string
 	// ServerImage runs the lock service's servers from this image (the
 	// user's, following the official image's conventions; see
 	// registry.Info.ServerImage), in place of the node image's build.

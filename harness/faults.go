@@ -23,6 +23,9 @@ func faultEnv(t *Test, sys System) *nemesis.Env {
 	if ds, ok := sys.(*dockerSystem); ok {
 		ds.describeTo(env)
 	}
+	if es, ok := sys.(*endpointsSystem); ok {
+		es.describeTo(env)
+	}
 	return env
 }
 
@@ -45,7 +48,11 @@ func buildFaults(t *Test, sys System, rec *history.Recorder, claims *nemesis.Cla
 	env.Claims, env.Observe = claims, rec.Observe
 	// The probes a fault makes run to their end: an interrupt comes back
 	// to the caller once the faults are built.
-	faults, err := t.kinds.Build(context.Background(), env)
+	build := t.kinds.Build
+	if es, ok := sys.(*endpointsSystem); ok {
+		build = es.buildFaults
+	}
+	faults, err := build(context.Background(), env)
 	return faults, env.Settings, faultUsage(err)
 }
 

@@ -65,6 +65,7 @@ func (t *Test) params(info map[string]string) []reports.Param {
 		p = append(p, reports.Param{Name: "client", Value: cl.Manifest.Name}, reports.Param{Name: "client-dir", Value: cfg.ClientDir},
 			reports.Param{Name: "client-hash", Value: cl.Hash()})
 	}
+	p = t.endpointParams(p)
 	p = append(p, reports.Param{Name: "seed", Value: fmt.Sprint(cfg.Seed)})
 	for _, k := range sortedKeys(info) {
 		p = append(p, reports.Param{Name: k, Value: info[k]})

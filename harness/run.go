@@ -11,6 +11,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/history"
+	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/models"
 	"github.com/fencecheck/fencecheck/models/verdict"
 	"github.com/fencecheck/fencecheck/reports"
@@ -302,6 +303,13 @@ func (r *run) setUpAndRun() {
 	}
 	if err != nil {
 		// r.sys stays nil (not a typed nil): nothing to describe or close.
+		var bad *usage.Error
+		if errors.As(err, &bad) && r.stop.Err() == nil {
+			// Bad input only the system could tell (an endpoint that
+			// does not answer): exit 254, named as given.
+			r.fail(bad)
+			return
+		}
 		if r.stop.Err() != nil {
 			err = fmt.Errorf("interrupted during setup: %w", fmt.Errorf("setting up the system under test: %w", err))
 		} else {

@@ -48,6 +48,8 @@ func (s inProcess) Freezer() nemesis.Freezer { return s.InProcess }
 func (s systemSetup) open(ctx context.Context) (System, error) {
 	cfg, b := &s.t.cfg, s.t.info
 	switch {
+	case len(cfg.Endpoints) > 0:
+		return s.openEndpoints(ctx)
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
 		return inProcess{b.InProcess(s.t.setup("")), cfg.LeaseCheck}, nil
 	case cfg.Cluster == registry.ClusterDocker:

@@ -135,7 +135,7 @@ func newTest(cfg Config, client *clientdir.Client) *Test {
 // it changes nothing of t.
 func (t *Test) Config() Config {
 	c := t.cfg
-	c.Nemesis = slices.Clone(c.Nemesis)
+	c.Nemesis, c.Endpoints = slices.Clone(c.Nemesis), slices.Clone(c.Endpoints)
 	c.Options, c.Given = maps.Clone(c.Options), maps.Clone(c.Given)
 	return c
 }
@@ -157,6 +157,9 @@ func (t *Test) Servers() int { return t.servers }
 // backend for on a Docker cluster, else the backend's answer now; --nodes
 // should the backend not say (as the report always had it).
 func (t *Test) countServers() int {
+	if n := len(t.cfg.Endpoints); n > 0 {
+		return n
+	}
 	if len(t.info.Nodes) == 0 && t.info.NewDB != nil && t.faults.Docker {
 		return t.faults.Servers
 	}

@@ -20,6 +20,9 @@ import (
 // what the backend and its servers are asked (validateService), then the
 // workload's and the check's bounds (validateBounds).
 func (t *Test) validate() error {
+	if err := t.checkEndpoints(); err != nil {
+		return err
+	}
 	if err := t.validateService(); err != nil {
 		return err
 	}

@@ -54,7 +54,11 @@ func (r *run) askServers() *reports.Servers {
 	if server == "" {
 		server = r.t.cfg.Backend
 	}
-	out := reports.NewServers(server, b.VersionQuery, nodes)
+	query := b.VersionQuery
+	if es, ok := sys.(*endpointsSystem); ok {
+		query = es.by.VersionQuery
+	}
+	out := reports.NewServers(server, query, nodes)
 	logf("servers: %s", out.Summary)
 	for _, n := range nodes {
 		if n.Error != "" {

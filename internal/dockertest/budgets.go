@@ -83,6 +83,7 @@ var Budgets = map[string]time.Duration{
 	"TestDockerEtcdExactReleaseOnOneMember":                                      oneRun, // etcd 3.5.4 on one member, one short run: 16 s alone
 	"TestDockerEtcdFencedUnderLeaderKillAndRingIsValidAndRecovers":               oneRun,
 	"TestDockerEtcdFromShellLessImage":                                           severalRuns, // three runs
+	"TestDockerEtcdByEndpoints":                                                  severalRuns, // a hand-started etcd, three runs (one refused)
 	"TestDockerEtcdGuardedTransactionUnderHolderPauseIsValid":                    oneRun,
 	"TestDockerEtcdLockRPCFencedUnderHolderPauseIsValid":                         oneRun,
 	"TestDockerEtcdLockRPCFencedUnderPartitionsAndKillsIsValid":                  oneRun,
