@@ -57,6 +57,7 @@ type host struct {
 	Host
 	node   nodes.Node
 	testID string
+	inv    *Inventory // for a new login when the connection broke
 
 	mu     sync.Mutex
 	client *ssh.Client
@@ -89,6 +90,9 @@ func Open(ctx context.Context, inv *Inventory, testID string, opts Options) (*Ho
 	if !validID.MatchString(testID) {
 		return nil, fmt.Errorf("test id %q: want letters, digits, '.', '_' and '-', at most 64, from a letter or digit", testID)
 	}
+	if inv == nil || len(inv.Hosts) == 0 {
+		return nil, errors.New("no hosts: the inventory lists none")
+	}
 	if opts.Watchdog <= 0 {
 		opts.Watchdog = DefaultWatchdog
 	}
@@ -102,6 +106,7 @@ func Open(ctx context.Context, inv *Inventory, testID string, opts Options) (*Ho
 			Host:   h,
 			node:   nodes.Node{Name: h.Name, IP: h.Peer, Role: h.Role},
 			testID: testID,
+			inv:    inv,
 			client: clients[i],
 		})
 	}
@@ -465,7 +470,23 @@ func (h *host) heal(ctx context.Context) error {
 	if freezer == "" {
 		freezer = "signal" // the probe did not finish: the directory may be there
 	}
-	res, err := h.runRoot(ctx, healScript(h.testID, freezer, h.cgroup), []string{"down"})
+	script := healScript(h.testID, freezer, h.cgroup)
+	res, err := h.runRoot(ctx, script, []string{"down"})
+	if err != nil && ctx.Err() == nil && h.inv != nil {
+		// The connection broke (a network blip, a host rebooted): heal
+		// over a new one.
+		c, derr := dial(ctx, h.inv, h.Host)
+		if derr != nil {
+			return fmt.Errorf("healing %s: %w; logging in again: %w", h.label(), err, derr)
+		}
+		h.mu.Lock()
+		if h.client != nil {
+			h.client.Close()
+		}
+		h.client = c
+		h.mu.Unlock()
+		res, err = h.runRoot(ctx, script, []string{"down"})
+	}
 	if err != nil {
 		return fmt.Errorf("healing %s: %w", h.label(), err)
 	}

@@ -1,0 +1,81 @@
+package sshnodes
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/fencecheck/fencecheck/compose/nodes"
+)
+
+// The wrapper a command runs in keeps every argument one word, whatever
+// it holds, and adds the environment and the directory: run here by
+// /bin/sh as the host's would (no cgroup, nothing recorded).
+func TestUserScriptQuotesEverything(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a dir 'quoted' $x")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := &host{freezer: freezeSignal, testID: "t1"}
+	script, err := h.userScript([]string{"sh", "-c", `printf '%s|' "$@" "$PWD" "$V"`, "sh", "a b", "it's", "$HOME", "", "`id`"},
+		nodes.ExecOptions{WorkDir: dir, Env: []string{"V=x y $z"}}, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("/bin/sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s\n%s", err, out, script)
+	}
+	if want := "a b|it's|$HOME||`id`|" + dir + "|x y $z|"; string(out) != want {
+		t.Errorf("got  %q\nwant %q", out, want)
+	}
+	if _, err := h.userScript([]string{"true"}, nodes.ExecOptions{Env: []string{"NOEQUALS"}}, false, ""); err == nil {
+		t.Error("an environment entry without = was taken")
+	}
+	if _, err := h.userScript(nil, nodes.ExecOptions{}, false, ""); err == nil {
+		t.Error("an empty command was taken")
+	}
+}
+
+func TestAsUser(t *testing.T) {
+	for user, want := range map[string]string{
+		"postgres":     "runuser -u postgres --",
+		"postgres:adm": "runuser -u postgres -g adm --",
+		"1000":         "setpriv --reuid=1000 --regid=0 --clear-groups",
+		"1000:1000":    "setpriv --reuid=1000 --regid=1000 --clear-groups",
+		"we'ird":       `runuser -u 'we'\''ird' --`,
+	} {
+		got, err := asUser(user)
+		if err != nil || got != want {
+			t.Errorf("asUser(%q) = %q, %v; want %q", user, got, err, want)
+		}
+	}
+	for _, bad := range []string{":1000", "1000:adm"} {
+		if _, err := asUser(bad); err == nil {
+			t.Errorf("asUser(%q) was taken", bad)
+		}
+	}
+}
+
+// The partition's rules: the control machine's ACCEPT before any DROP,
+// and the heal touches only the test's chain and its jump.
+func TestPartitionScripts(t *testing.T) {
+	s := dropScript("fencecheck-t1", "172.17.0.1", []string{"10.0.0.2", "10.0.0.3"})
+	accept := strings.Index(s, "-I fencecheck-t1 1 -s 172.17.0.1 -j ACCEPT")
+	jump := strings.Index(s, "-I INPUT 1 -j fencecheck-t1")
+	drop := strings.Index(s, "-A fencecheck-t1 -s 10.0.0.2 -j DROP")
+	if accept < 0 || jump < 0 || drop < 0 || !(accept < jump && jump < drop) {
+		t.Errorf("drop script: want the ACCEPT, then the jump, then the DROPs:\n%s", s)
+	}
+	heal := healChainScript("fencecheck-t1")
+	for _, line := range strings.Split(heal, "\n") {
+		if strings.Contains(line, "iptables") && !strings.Contains(line, "fencecheck-t1") && !strings.Contains(line, "command -v") {
+			t.Errorf("the heal touches something not the test's: %s", line)
+		}
+	}
+	if strings.Contains(heal, "-F INPUT") || strings.Contains(heal, "-F\n") || strings.Contains(heal, "-t ") {
+		t.Errorf("the heal flushes a chain or table not the test's:\n%s", heal)
+	}
+}
