@@ -79,3 +79,31 @@ func TestPartitionScripts(t *testing.T) {
 		t.Errorf("the heal flushes a chain or table not the test's:\n%s", heal)
 	}
 }
+
+// Every script the driver sends parses as POSIX sh (dash here, as on
+// Debian hosts), for each freezer.
+func TestScriptsParse(t *testing.T) {
+	for _, fz := range []struct{ kind, dir string }{
+		{freezeCgroup2, "/sys/fs/cgroup/fencecheck-t1/n1"},
+		{freezeCgroup1, "/sys/fs/cgroup/freezer/fencecheck-t1/n1"},
+		{freezeSignal, ""},
+	} {
+		h := &host{testID: "t1", freezer: fz.kind, cgroup: fz.dir, Host: Host{Name: "n1"}}
+		user, err := h.userScript([]string{"etcd", "--name", "n1"}, nodes.ExecOptions{User: "etcd", Env: []string{"A=1"}, WorkDir: "/var/lib"}, true, "/run/fencecheck/t1/started-x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		scripts := map[string]string{
+			"heal": healScript("t1", fz.kind, fz.dir), "freeze": h.freezeScript(true), "thaw": h.freezeScript(false),
+			"paused": h.pausedScript(), "user": user,
+			"probe": probeScript("t1", "n1", FreezerAuto), "probe signal": probeScript("t1", "n1", FreezerSignal),
+			"watchdog": watchdogScript("t1", false, 8e9), "watchdog systemd": watchdogScript("t1", true, 8e9),
+			"drop": dropScript("fencecheck-t1", "172.17.0.1", []string{"10.0.0.2"}), "heal chain": healChainScript("fencecheck-t1"),
+		}
+		for name, s := range scripts {
+			if out, err := exec.Command("/bin/sh", "-n", "-c", s).CombinedOutput(); err != nil {
+				t.Errorf("%s (%s): %v: %s\n%s", name, fz.kind, err, out, s)
+			}
+		}
+	}
+}
