@@ -301,11 +301,19 @@ func TestDockerSSHWatchdog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const limit = 8 * time.Second
-	hs, err := Open(ctx, f.inv, f.id, Options{Watchdog: limit})
+	hs, err := Open(ctx, f.inv, f.id, Options{Watchdog: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The hour's watchdog is replaced by one of 8 s: the old one is gone.
+	firstWatchdog := strings.TrimSpace(rootSh(t, hs, "n2", "cat /run/fencecheck/"+f.id+"/watchdog.pid"))
+	if err := hs.ResetWatchdog(ctx, limit); err != nil {
+		t.Fatal(err)
+	}
 	opened := time.Now()
+	if left := rootSh(t, hs, "n2", "[ -e /proc/"+firstWatchdog+" ] && echo left || true"); left != "" {
+		t.Errorf("the first watchdog (pid %s) is still there after ResetWatchdog", firstWatchdog)
+	}
 	server, err := hs.ExecDetached(ctx, "n1", []string{"sleep", "1000"}, nodes.ExecOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -331,7 +339,7 @@ func TestDockerSSHWatchdog(t *testing.T) {
 	}
 	// The harness dies: its connections drop; nothing is healed.
 	hs.closeAll()
-	t.Logf("abandoned %s after Open; the watchdog fires %s after it", time.Since(opened).Round(time.Millisecond), limit)
+	t.Logf("abandoned %s after the watchdog was armed; it fires %s after that", time.Since(opened).Round(time.Millisecond), limit)
 	time.Sleep(time.Until(opened.Add(limit + 3*time.Second)))
 	checkHealed(t, f, "n1", server)
 	checkHealed(t, f, "c1", agent)

@@ -391,16 +391,7 @@ func healScript(testID, freezer, cgroup string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/sh\n# fencecheck: heals this host after test %s (written by compose/sshnodes).\n", testID)
 	b.WriteString("D=" + d + "\n")
-	fmt.Fprintf(&b, `if [ "${1:-}" = down ]; then
-  if [ -f "$D/watchdog.unit" ]; then
-    systemctl stop "$(cat "$D/watchdog.unit").timer" "$(cat "$D/watchdog.unit").service" 2>/dev/null
-    systemctl reset-failed "$(cat "$D/watchdog.unit").service" 2>/dev/null
-  fi
-  if [ -f "$D/watchdog.pid" ]; then
-    wd=$(cat "$D/watchdog.pid"); kill -KILL -"$wd" "$wd" 2>/dev/null
-  fi
-fi
-`)
+	b.WriteString("if [ \"${1:-}\" = down ]; then\n" + cancelWatchdogScript + "fi\n")
 	switch freezer {
 	case "cgroup2":
 		fmt.Fprintf(&b, "CG=%s\n[ -d \"$CG\" ] && echo 0 > \"$CG/cgroup.freeze\"\n", q.Quote(cgroup))
@@ -442,6 +433,35 @@ rmdir %[2]s 2>/dev/null
 exit 0
 `, chain, RunRoot)
 	return b.String()
+}
+
+// cancelWatchdogScript stops the watchdog whose unit or pid $D records.
+const cancelWatchdogScript = `if [ -f "$D/watchdog.unit" ]; then
+  u=$(cat "$D/watchdog.unit")
+  systemctl stop "$u.timer" "$u.service" 2>/dev/null; systemctl reset-failed "$u.service" 2>/dev/null
+  rm -f "$D/watchdog.unit"
+fi
+if [ -f "$D/watchdog.pid" ]; then
+  wd=$(cat "$D/watchdog.pid"); kill -KILL -"$wd" "$wd" 2>/dev/null
+  rm -f "$D/watchdog.pid"
+fi
+`
+
+// ResetWatchdog re-arms every host's watchdog to fire limit from now: a
+// run that goes on longer than Open's limit pushes it on, so that no
+// host heals itself under a harness that is still there.
+func (hs *Hosts) ResetWatchdog(ctx context.Context, limit time.Duration) error {
+	return errors.Join(hs.each(func(h *host) error {
+		script := "D=" + q.Quote(runDir(h.testID)) + "\n" + cancelWatchdogScript + watchdogScript(h.testID, h.systemd, limit)
+		res, err := h.runRoot(ctx, script, nil)
+		if err != nil {
+			return fmt.Errorf("re-arming the watchdog of %s: %w", h.label(), err)
+		}
+		if res.ExitCode != 0 {
+			return fmt.Errorf("re-arming the watchdog of %s: exit %d: %s", h.label(), res.ExitCode, strings.TrimSpace(res.Stderr))
+		}
+		return nil
+	})...)
 }
 
 // watchdogScript starts the watchdog: heal.sh after limit, as a transient
