@@ -171,6 +171,8 @@ func startHosts(t *testing.T, hosts []testHost) *fixture {
 	}
 	authorized := strings.TrimSpace(string(ssh.MarshalAuthorizedKey(sshPub)))
 
+	// An init reaps what the heal kills, as a host's init does.
+	withInit := true
 	counts := map[string]int{}
 	var names, ids []string
 	for _, h := range hosts {
@@ -182,7 +184,7 @@ func startHosts(t *testing.T, hosts []testHost) *fixture {
 		cname := "fc-" + f.id + "-ssh-" + name
 		created, err := cli.ContainerCreate(ctx, &container.Config{
 			Image: img, Hostname: name, Labels: labels, Env: []string{"FC_AUTHORIZED_KEY=" + authorized},
-		}, &container.HostConfig{Privileged: true}, &network.NetworkingConfig{
+		}, &container.HostConfig{Privileged: true, Init: &withInit}, &network.NetworkingConfig{
 			EndpointsConfig: map[string]*network.EndpointSettings{netName: {}},
 		}, nil, cname)
 		if err != nil {
