@@ -1,9 +1,11 @@
 package sshnodes
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -253,5 +255,27 @@ func TestGoArch(t *testing.T) {
 		if got := goArch(m); got != want {
 			t.Errorf("goArch(%q) = %q, want %q", m, got, want)
 		}
+	}
+}
+
+// A host nothing listens at is named, with the dial's error (on the
+// loopback: nothing leaves this machine).
+func TestCheckReachableNamesTheHost(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	inv, err := Parse([]byte(inventory(t, "user: root\nhosts:\n  - {address: "+addr+", role: server}\n")), "hosts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckReachable(context.Background(), inv)
+	if err == nil || !strings.Contains(err.Error(), "host n1 ("+addr+", line 5) cannot be reached: dial tcp "+addr+": connect: connection refused") {
+		t.Errorf("CheckReachable: %v", err)
+	}
+	if _, err := Open(context.Background(), inv, "t1", Options{}); err == nil || !strings.Contains(err.Error(), "cannot be reached") {
+		t.Errorf("Open: %v", err)
 	}
 }
