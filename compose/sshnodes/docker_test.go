@@ -354,10 +354,22 @@ func TestDockerSSHWatchdog(t *testing.T) {
 	if left := leftOn(t, f, "n1", server); !strings.Contains(left, "dir") || !strings.Contains(left, "chain") || !strings.Contains(left, "process") {
 		t.Errorf("n1 before the watchdog fired: left %q, want the directory, the chain and the server", left)
 	}
+	// `check cluster down --id` reaches c1 first, from a process of its
+	// own: c1 is healed at once, its watchdog cancelled.
+	only := *f.inv
+	c1, _ := f.inv.Host("c1")
+	only.Hosts = []Host{c1}
+	if err := DownByID(ctx, &only, f.id); err != nil {
+		t.Fatalf("DownByID: %v", err)
+	}
+	checkHealed(t, f, "c1", agent)
+	if err := DownByID(ctx, &only, f.id); err != nil {
+		t.Errorf("a second DownByID: %v", err)
+	}
 	time.Sleep(time.Until(opened.Add(limit)))
 	// The heal takes a moment after the timer: look for up to 20 s.
 	deadline := time.Now().Add(20 * time.Second)
-	for _, c := range []struct{ node, pid string }{{"n1", server}, {"c1", agent}, {"n2", ""}} {
+	for _, c := range []struct{ node, pid string }{{"n1", server}, {"n2", ""}} {
 		for {
 			left := leftOn(t, f, c.node, c.pid)
 			if left == "" {

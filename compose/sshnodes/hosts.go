@@ -535,3 +535,51 @@ func goArch(m string) string {
 	}
 	return m
 }
+
+// DownByID heals the hosts of inv after test testID from a process that
+// did not open them (`check cluster down --id` after a harness that
+// died): on each host it runs the test's heal.sh as Down would, and
+// removes the test's chain even where the directory is already gone. A
+// host with nothing of the test is left as it is. Every host that cannot
+// be healed is named.
+func DownByID(ctx context.Context, inv *Inventory, testID string) error {
+	if !validID.MatchString(testID) {
+		return fmt.Errorf("test id %q: want letters, digits, '.', '_' and '-', at most 64, from a letter or digit", testID)
+	}
+	clients, err := dialAll(ctx, inv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	d := q.Quote(runDir(testID))
+	script := fmt.Sprintf("if [ -f %[1]s/heal.sh ]; then /bin/sh %[1]s/heal.sh down || exit 1; fi\n%[2]s", d, healChainScript(ChainName(testID)))
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, entry := range inv.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := &host{Host: entry, testID: testID, client: clients[i]}
+			res, err := h.run(ctx, `id -u`, nil)
+			if err == nil {
+				h.root = strings.TrimSpace(res.Stdout) == "0"
+				res, err = h.runRoot(ctx, script, nil)
+			}
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("healing %s after test %s: %w", entry.label(), testID, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
