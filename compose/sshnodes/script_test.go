@@ -1,6 +1,7 @@
 package sshnodes
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/fencecheck/fencecheck/compose/nodes"
+	"github.com/fencecheck/fencecheck/internal/dockertest"
 )
 
 // The wrapper a command runs in keeps every argument one word, whatever
@@ -105,5 +107,43 @@ func TestScriptsParse(t *testing.T) {
 				t.Errorf("%s (%s): %v: %s\n%s", name, fz.kind, err, out, s)
 			}
 		}
+	}
+}
+
+// The partition's scripts against a real iptables, in a network namespace
+// of the test's own (nothing of this machine's rules is touched): the
+// jump first in INPUT, the control machine's ACCEPT first in the chain,
+// a second drop idempotent, and a heal that leaves the host's own rules
+// exactly as they were.
+func TestPartitionRulesInANetworkNamespace(t *testing.T) {
+	if _, err := exec.LookPath("iptables"); err != nil {
+		dockertest.Unavailable(t, "iptables", err)
+	}
+	if out, err := exec.Command("unshare", "-n", "true").CombinedOutput(); err != nil {
+		dockertest.Unavailable(t, "a network namespace (unshare -n, as root)", fmt.Errorf("%v: %s", err, out))
+	}
+	const chain = "fencecheck-t1"
+	script := "iptables -w -A INPUT -s 10.9.9.9 -j ACCEPT && iptables -w -S > /tmp/before.$$ || exit 9\n" +
+		dropScript(chain, "172.17.0.1", []string{"10.0.0.2", "10.0.0.3"}) + dropScript(chain, "172.17.0.1", []string{"10.0.0.2"}) +
+		"echo --- cut; iptables -w -S\n" + healChainScript(chain) + healChainScript(chain) +
+		"echo --- healed; iptables -w -S | diff /tmp/before.$$ - && echo same; rm -f /tmp/before.$$\n"
+	out, err := exec.Command("unshare", "-n", "/bin/sh", "-c", script).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	cut, healed, _ := strings.Cut(strings.SplitN(string(out), "--- cut\n", 2)[1], "--- healed\n")
+	want := []string{"-A INPUT -j " + chain, "-A INPUT -s 10.9.9.9/32 -j ACCEPT",
+		"-A " + chain + " -s 172.17.0.1/32 -j ACCEPT", "-A " + chain + " -s 10.0.0.2/32 -j DROP", "-A " + chain + " -s 10.0.0.3/32 -j DROP"}
+	var got []string
+	for _, l := range strings.Split(cut, "\n") {
+		if strings.HasPrefix(l, "-A ") {
+			got = append(got, l)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("the rules during the partition:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if strings.TrimSpace(healed) != "same" {
+		t.Errorf("the rules after the heal differ from before:\n%s", healed)
 	}
 }
