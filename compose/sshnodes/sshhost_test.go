@@ -1,8 +1,10 @@
 package sshnodes
 
 // The test hosts: containers on this machine, each running its own sshd
-// (Debian's openssh-server on the core node image), privileged so that
-// iptables and the cgroups work in them, with no Docker inside. Their
+// (Debian's openssh-server on the core node image), with NET_ADMIN for
+// iptables (as the cluster's nodes: this machine's engine cannot start a
+// privileged container, "unable to apply caps"), so their cgroups are
+// read-only and they freeze with signals; no Docker inside. Their
 // traffic stays on a network of their own, fc-ssh-<test id>, labelled as
 // fencecheck's so that engine.DownAll (and `check cluster down`) removes
 // it with the containers.
@@ -124,7 +126,7 @@ func ensureSSHHostImage(t *testing.T, cli *client.Client) string {
 	return sshImage.tag
 }
 
-// startHosts starts one privileged host container per entry of hosts on a
+// startHosts starts one host container per entry of hosts on a
 // network of the test's own, and returns their inventory, parsed from a
 // file as a user's would be. Everything is removed when the test ends.
 func startHosts(t *testing.T, hosts []testHost) *fixture {
@@ -184,7 +186,7 @@ func startHosts(t *testing.T, hosts []testHost) *fixture {
 		cname := "fc-" + f.id + "-ssh-" + name
 		created, err := cli.ContainerCreate(ctx, &container.Config{
 			Image: img, Hostname: name, Labels: labels, Env: []string{"FC_AUTHORIZED_KEY=" + authorized},
-		}, &container.HostConfig{Privileged: true, Init: &withInit}, &network.NetworkingConfig{
+		}, &container.HostConfig{CapAdd: []string{"NET_ADMIN"}, Init: &withInit}, &network.NetworkingConfig{
 			EndpointsConfig: map[string]*network.EndpointSettings{netName: {}},
 		}, nil, cname)
 		if err != nil {
