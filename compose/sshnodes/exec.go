@@ -121,13 +121,13 @@ func (h *host) joinScript() string {
 		return ""
 	}
 	cg := q.Quote(h.cgroup)
-	return fmt.Sprintf("echo $$ > %s/cgroup.procs || { echo %s >&2; exit %d; }\n", cg, q.Quote(failMark+"cannot join the cgroup "+h.cgroup), wrapperExit)
+	return fmt.Sprintf("{ echo $$ > %s/cgroup.procs; } 2>/dev/null || { echo %s >&2; exit %d; }\n", cg, q.Quote(failMark+"cannot join the cgroup "+h.cgroup), wrapperExit)
 }
 
 // recordScript writes RunRoot/<id>/procs/<pid>: the shell's process
 // group and start time, for Pause's signals and the heal's kills.
 func (h *host) recordScript() string {
-	return fmt.Sprintf("read -r l < /proc/$$/stat && set -- ${l##*) } && echo \"$3 ${20}\" > %s/procs/$$ || { echo %s >&2; exit %d; }\n",
+	return fmt.Sprintf("{ read -r l < /proc/$$/stat && set -- ${l##*) } && echo \"$3 ${20}\" > %s/procs/$$; } 2>/dev/null || { echo %s >&2; exit %d; }\n",
 		q.Quote(runDir(h.testID)), q.Quote(failMark+"cannot record the process under "+runDir(h.testID)), wrapperExit)
 }
 
@@ -153,7 +153,7 @@ func (h *host) userScript(cmd []string, opts nodes.ExecOptions, record bool, sta
 	if dir == "" {
 		dir = "/"
 	}
-	fmt.Fprintf(&b, "cd %s || { echo %s >&2; exit %d; }\n", q.Quote(dir), q.Quote(failMark+"no directory "+dir), wrapperExit)
+	fmt.Fprintf(&b, "cd %s 2>/dev/null || { echo %s >&2; exit %d; }\n", q.Quote(dir), q.Quote(failMark+"no directory "+dir), wrapperExit)
 	b.WriteString("exec")
 	if opts.User != "" {
 		as, err := asUser(opts.User)
@@ -200,8 +200,13 @@ func asUser(user string) (string, error) {
 
 // wrapperError turns the wrapper's own failure into the driver's error.
 func wrapperError(node string, cmd []string, res nodes.ExecResult) error {
-	if res.ExitCode == wrapperExit && strings.HasPrefix(res.Stderr, failMark) {
-		return fmt.Errorf("exec %s in %s: %s", quoteCmd(cmd), node, strings.TrimSpace(strings.TrimPrefix(res.Stderr, failMark)))
+	if res.ExitCode != wrapperExit {
+		return nil
+	}
+	for _, line := range strings.Split(res.Stderr, "\n") {
+		if msg, ok := strings.CutPrefix(line, failMark); ok {
+			return fmt.Errorf("exec %s in %s: %s", quoteCmd(cmd), node, strings.TrimSpace(msg))
+		}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package sshnodes
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,5 +146,27 @@ func TestPartitionRulesInANetworkNamespace(t *testing.T) {
 	}
 	if strings.TrimSpace(healed) != "same" {
 		t.Errorf("the rules after the heal differ from before:\n%s", healed)
+	}
+}
+
+// A directory that is not there is the driver's error, named, not an
+// exit code the command seems to have given.
+func TestUserScriptMissingDirectory(t *testing.T) {
+	h := &host{freezer: freezeSignal, testID: "t1"}
+	script, err := h.userScript([]string{"true"}, nodes.ExecOptions{WorkDir: "/nonexistent"}, false, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("ran: %v", err)
+	}
+	werr := wrapperError("n1", []string{"true"}, nodes.ExecResult{ExitCode: exit.ExitCode(), Stderr: stderr.String()})
+	if werr == nil || werr.Error() != "exec `true` in n1: no directory /nonexistent" {
+		t.Errorf("error %v (exit %d, stderr %q)", werr, exit.ExitCode(), stderr.String())
 	}
 }
