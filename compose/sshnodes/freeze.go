@@ -105,7 +105,7 @@ func (h *host) eachRecorded(body string) string {
   [ -f "$f" ] || continue
   pid=${f##*/}
   read -r pgid start < "$f" || continue
-  read -r l < /proc/"$pid"/stat 2>/dev/null || continue
+  read -r l 2>/dev/null < /proc/"$pid"/stat || continue
   set -- ${l##*) }
   [ "${20}" = "$start" ] || continue
   state=$1
@@ -154,9 +154,9 @@ done
 	if freeze {
 		script += `i=0
 while :; do
-  left=0
-` + h.eachRecorded(`[ "$state" = T ] || [ "$state" = t ] || [ "$state" = Z ] || left=1`) + `  [ $left = 0 ] && break
-  i=$((i+1)); [ $i -gt 1000 ] && { echo "a process is not stopped after 10 s" >&2; exit 1; }
+  left=""
+` + h.eachRecorded(`[ "$state" = T ] || [ "$state" = t ] || [ "$state" = Z ] || left="$left $pid:$state"`) + `  [ -z "$left" ] && break
+  i=$((i+1)); [ $i -gt 1000 ] && { echo "not stopped after 10 s (pid:state):$left" >&2; exit 1; }
   sleep 0.01
 done
 `

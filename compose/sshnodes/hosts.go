@@ -406,7 +406,7 @@ func healScript(testID, freezer, cgroup string) string {
   [ -f "$f" ] || continue
   pid=${f##*/}
   read -r pgid start < "$f" || continue
-  if read -r l < /proc/"$pid"/stat 2>/dev/null; then
+  if read -r l 2>/dev/null < /proc/"$pid"/stat; then
     set -- ${l##*) }
     if [ "${20}" = "$start" ]; then
       kill -CONT -"$pgid" 2>/dev/null; kill -KILL -"$pgid" "$pid" 2>/dev/null
