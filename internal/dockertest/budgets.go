@@ -56,8 +56,8 @@ var Budgets = map[string]time.Duration{
 	"TestDockerTCPEngineWithTLS":          oneRun,
 
 	// compose/sshnodes
-	"TestDockerSSHHosts":    severalRuns, // three sshd containers, about 60 SSH sessions (each 2-4 s on the loopback under a load of 20): exec, streams, copies, pauses, a partition, Down
-	"TestDockerSSHWatchdog": oneRun,      // three sshd containers abandoned mid-fault, healed by their watchdogs (8 s)
+	"TestDockerSSHHosts":    oneRun, // three sshd containers: exec, streams, copies, pauses, a partition, Down: 12-16 s alone
+	"TestDockerSSHWatchdog": oneRun, // three sshd containers abandoned mid-fault, healed by their watchdogs (8 s): 12-16 s alone
 
 	// compose/images
 	"TestDockerImage":                  severalRuns, // the node image, made here when CI has not made it
