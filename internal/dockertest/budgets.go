@@ -55,6 +55,10 @@ var Budgets = map[string]time.Duration{
 	"TestDockerAgentImageCarriesPrograms": severalRuns, // the core image and an agent image built
 	"TestDockerTCPEngineWithTLS":          oneRun,
 
+	// compose/sshnodes
+	"TestDockerSSHHosts":    oneRun, // three sshd containers: exec, streams, copies, pauses, a partition, Down: 12-16 s alone
+	"TestDockerSSHWatchdog": oneRun, // three sshd containers abandoned mid-fault, healed by their watchdogs (8 s): 12-16 s alone
+
 	// compose/images
 	"TestDockerImage":                  severalRuns, // the node image, made here when CI has not made it
 	"TestDockerImageRebuild":           severalRuns, // a rebuild of the node image from its cached layers
