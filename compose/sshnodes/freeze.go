@@ -149,13 +149,15 @@ done
 		sig = "STOP"
 	}
 	// SIGSTOP to each process group, then wait until each recorded
-	// process is seen stopped.
+	// process is seen stopped, stopping again any not yet seen so (one
+	// run in six saw a process left running after the first signal; the
+	// cause is not known, and a second signal costs nothing).
 	script := h.eachRecorded(fmt.Sprintf(`kill -%s -"$pgid" "$pid" 2>/dev/null`, sig))
 	if freeze {
 		script += `i=0
 while :; do
   left=""
-` + h.eachRecorded(`[ "$state" = T ] || [ "$state" = t ] || [ "$state" = Z ] || left="$left $pid:$state"`) + `  [ -z "$left" ] && break
+` + h.eachRecorded(`[ "$state" = T ] || [ "$state" = t ] || [ "$state" = Z ] || { left="$left $pid:$state"; kill -STOP -"$pgid" "$pid" 2>/dev/null; }`) + `  [ -z "$left" ] && break
   i=$((i+1)); [ $i -gt 1000 ] && { echo "not stopped after 10 s (pid:state):$left" >&2; exit 1; }
   sleep 0.01
 done
