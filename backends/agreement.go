@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // StateAsker is a DB whose servers can say, once a run is over, what each
@@ -24,7 +24,7 @@ type StateAsker interface {
 	// disagreement) and returns what each said; a member that does not
 	// answer is kept with its Error. An error means nothing could be
 	// asked at all.
-	AskState(ctx context.Context, c *engine.Cluster, nodes []string) (ServiceState, error)
+	AskState(ctx context.Context, c nodes.Nodes, nodes []string) (ServiceState, error)
 }
 
 // ServiceState is what a lock service's members hold at the end of a run.
@@ -74,7 +74,7 @@ type Counter struct {
 // port in node, from inside the node as HTTPGetInNode asks, and returns
 // the body of a 200 answer. The body goes through printf in the node's
 // shell: it may hold no quote or backslash.
-func HTTPPostInNode(ctx context.Context, c *engine.Cluster, node string, port int, path, body string) (string, error) {
+func HTTPPostInNode(ctx context.Context, c nodes.Nodes, node string, port int, path, body string) (string, error) {
 	if strings.ContainsAny(body, `'\`) {
 		return "", fmt.Errorf("%s: a body with a quote or a backslash cannot be posted from the node's shell: %q", node, body)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // AskTimeout bounds one question a harness puts to a server in its node
@@ -15,7 +15,7 @@ const AskTimeout = 3 * time.Second
 
 // AskInNode runs cmd in node, bounded by AskTimeout, and returns what it
 // printed; a non-zero exit is an error naming the node and its stderr.
-func AskInNode(ctx context.Context, c *engine.Cluster, node string, cmd []string) (string, error) {
+func AskInNode(ctx context.Context, c nodes.Nodes, node string, cmd []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, AskTimeout)
 	defer cancel()
 	secs := fmt.Sprint(int((AskTimeout - 500*time.Millisecond) / time.Second))
@@ -33,7 +33,7 @@ func AskInNode(ctx context.Context, c *engine.Cluster, node string, cmd []string
 // HTTP/1.0, from inside the node (so it works on a remote Docker engine,
 // whose container addresses this host cannot reach), and returns the
 // body of a 200 answer. The node image has no curl: bash's /dev/tcp does.
-func HTTPGetInNode(ctx context.Context, c *engine.Cluster, node string, port int, path string) (string, error) {
+func HTTPGetInNode(ctx context.Context, c nodes.Nodes, node string, port int, path string) (string, error) {
 	req := fmt.Sprintf(`GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n`, path)
 	out, err := AskInNode(ctx, c, node, []string{"bash", "-c",
 		fmt.Sprintf(`exec 3<>/dev/tcp/127.0.0.1/%d && printf '%s' >&3 && cat <&3`, port, req)})

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // LogDir is where servers in the nodes write their logs.
@@ -18,8 +18,8 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // StartDaemon starts cmd in node as a long-running server whose output goes
 // to LogDir/name.log, and whose pid is kept in LogDir/name.pid so Kill can
 // find it. A fault's environment for the node's servers (the clock faults'
-// libfaketime, see engine.Cluster.SetServerEnv) comes first.
-func StartDaemon(ctx context.Context, c *engine.Cluster, node, name string, cmd []string, opts engine.ExecOptions) error {
+// libfaketime, see nodes.Nodes.SetServerEnv) comes first.
+func StartDaemon(ctx context.Context, c nodes.Nodes, node, name string, cmd []string, opts nodes.ExecOptions) error {
 	opts.Env = append(c.ServerEnv(node), opts.Env...)
 	var q []string
 	for _, a := range cmd {
@@ -31,7 +31,7 @@ func StartDaemon(ctx context.Context, c *engine.Cluster, node, name string, cmd 
 }
 
 // KillDaemon SIGKILLs the server started as name in node.
-func KillDaemon(ctx context.Context, c *engine.Cluster, node, name string) error {
+func KillDaemon(ctx context.Context, c nodes.Nodes, node, name string) error {
 	res, err := c.Exec(ctx, node, []string{"sh", "-c", fmt.Sprintf("kill -9 $(cat %s/%s.pid) 2>/dev/null; true", LogDir, name)})
 	if err != nil {
 		return err
@@ -44,14 +44,14 @@ func KillDaemon(ctx context.Context, c *engine.Cluster, node, name string) error
 
 // LogTail is the end of a server's log, for error messages: the output
 // of the server container when the server runs from the user's image.
-func LogTail(ctx context.Context, c *engine.Cluster, node, name string, lines int) string {
-	if c.ServerImage() != "" {
-		if n, err := c.Node(node); err == nil && n.Role == engine.RoleServer {
-			out, err := c.ImageServerLogs(ctx, node, fmt.Sprint(lines))
+func LogTail(ctx context.Context, c nodes.Nodes, node, name string, lines int) string {
+	if is, ok := c.(nodes.ImageServers); ok && is.ServerImage() != "" {
+		if n, err := c.Node(node); err == nil && n.Role == nodes.RoleServer {
+			out, err := is.ImageServerLogs(ctx, node, fmt.Sprint(lines))
 			if err != nil {
 				return "(log unavailable: " + err.Error() + ")"
 			}
-			return fmt.Sprintf("(server container %s, %s)\n%s", engine.ImageServerName(c.TestID, node), c.ImageServerState(ctx, node), strings.TrimSpace(string(out)))
+			return fmt.Sprintf("(server container %s, %s)\n%s", is.ImageServerName(node), is.ImageServerState(ctx, node), strings.TrimSpace(string(out)))
 		}
 	}
 	res, err := c.Exec(ctx, node, []string{"tail", "-n", fmt.Sprint(lines), fmt.Sprintf("%s/%s.log", LogDir, name)})
@@ -63,7 +63,7 @@ func LogTail(ctx context.Context, c *engine.Cluster, node, name string, lines in
 
 // WaitUntil runs probe (a command in node) until it exits 0 or timeout
 // passes; on timeout the error carries the server's log tail.
-func WaitUntil(ctx context.Context, c *engine.Cluster, node, name string, probe []string, timeout time.Duration) error {
+func WaitUntil(ctx context.Context, c nodes.Nodes, node, name string, probe []string, timeout time.Duration) error {
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -94,7 +94,7 @@ func WaitUntil(ctx context.Context, c *engine.Cluster, node, name string, probe 
 
 // NodeIPs maps each named node to its address on the test network, for
 // clients that run on the host (leader discovery).
-func NodeIPs(c *engine.Cluster, nodes []string) (map[string]string, error) {
+func NodeIPs(c nodes.Nodes, nodes []string) (map[string]string, error) {
 	ips := map[string]string{}
 	for _, n := range nodes {
 		node, err := c.Node(n)

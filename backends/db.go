@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // ClientSpec is everything an agent needs to open a Client, passed to
@@ -37,20 +37,21 @@ type ClientSpec struct {
 	Process int `json:"process"`
 }
 
-// DB is a lock service's servers on a Docker cluster, Jepsen's db
-// protocol: set up, wait until ready, and the handles the nemesis needs.
+// DB is a lock service's servers on a test's nodes (compose/nodes: Docker
+// containers today), Jepsen's db protocol: set up, wait until ready, and
+// the handles the nemesis needs.
 type DB interface {
 	// Setup configures and starts the servers on the nodes and returns
 	// when the service answers (or fails with the servers' log tails).
-	Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
+	Setup(ctx context.Context, c nodes.Nodes, nodes []string) error
 	// Endpoints are what the clients connect to.
 	Endpoints() []string
 	// Kill stops a node's server at once (SIGKILL); Start brings it back
 	// with its data.
-	Kill(ctx context.Context, c *engine.Cluster, node string) error
-	Start(ctx context.Context, c *engine.Cluster, node string) error
+	Kill(ctx context.Context, c nodes.Nodes, node string) error
+	Start(ctx context.Context, c nodes.Nodes, node string) error
 	// Primary is the node that leads now ("" when the service has none).
-	Primary(ctx context.Context, c *engine.Cluster) (string, error)
+	Primary(ctx context.Context, c nodes.Nodes) (string, error)
 	// LogFiles are the server logs to collect from every server node.
 	LogFiles() []string
 	// Info describes the servers for the report (versions).
@@ -64,7 +65,7 @@ type DB interface {
 // moved(false, new) when the new leader is named, moved(false, "") when
 // the watch ended with a failover begun and no leader named.
 type LeaderWatcher interface {
-	WatchLeader(ctx context.Context, c *engine.Cluster, moved func(begun bool, node string))
+	WatchLeader(ctx context.Context, c nodes.Nodes, moved func(begun bool, node string))
 }
 
 // Maintainer is a DB whose servers the run asked to do their own
@@ -81,7 +82,7 @@ type Maintainer interface {
 	// or cannot answer (a member down under a fault) is logged and
 	// tried again at the next turn, never an error of the run: Maintain
 	// returns what it did, for the run's summary line.
-	Maintain(ctx context.Context, c *engine.Cluster, logf func(format string, args ...any)) MaintenanceDone
+	Maintain(ctx context.Context, c nodes.Nodes, logf func(format string, args ...any)) MaintenanceDone
 }
 
 // MaintenanceDone counts a Maintain's tasks by what they were
@@ -146,7 +147,7 @@ type ServerVersion struct {
 // briefly, and records a node that does not answer as unknown: a version
 // query never fails a run or changes its verdict.
 type VersionAsker interface {
-	AskVersion(ctx context.Context, c *engine.Cluster, node string) (ServerVersion, error)
+	AskVersion(ctx context.Context, c nodes.Nodes, node string) (ServerVersion, error)
 }
 
 // Release is the leading release number of a version answer, e.g.

@@ -32,7 +32,7 @@ func healProblems(ctx context.Context, testID string) (problems []string, err er
 for ch in %s %s; do r=$(iptables -w -S "$ch" 2>/dev/null | grep -c '^-A'); n=$((n + ${r:-0})); done
 echo "rules $n"
 if [ -e /run/fencecheck-delay.pid ]; then echo "delayer running"; fi`, nemesis.FenceChain, nemesis.DelayChain)
-	for _, n := range c.Nodes {
+	for _, n := range c.All() {
 		paused, err := c.Paused(ctx, n.Name)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", n.Name, err))

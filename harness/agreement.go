@@ -67,7 +67,7 @@ func (s *dockerSystem) askState(ctx context.Context) (*models.ServiceState, erro
 	if !ok {
 		return nil, nil
 	}
-	st, err := a.AskState(ctx, s.cluster, s.servers)
+	st, err := a.AskState(ctx, s.nodes, s.servers)
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/runstore"
 )
 
@@ -41,8 +41,8 @@ func SetUpBare(ctx context.Context, cfg Config) (*Bare, error) {
 	return &Bare{s: s, dir: dir}, nil
 }
 
-// Cluster is the test's cluster, to exec in.
-func (b *Bare) Cluster() *engine.Cluster { return b.s.cluster }
+// Cluster is the test's machines, to exec in.
+func (b *Bare) Cluster() nodes.Nodes { return b.s.nodes }
 
 // ClientSpec is the spec every client of the test is made from.
 func (b *Bare) ClientSpec() backends.ClientSpec { return b.s.spec }

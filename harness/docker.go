@@ -17,6 +17,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/harness/agent"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/lockclient"
@@ -28,7 +29,11 @@ import (
 // servers on n1..nN, the storage node, and one container per client slot
 // running `check agent` processes (or the backend's own agent program's).
 type dockerSystem struct {
-	t       *Test
+	t *Test
+	// nodes are the test's machines, as the servers, the clients and the
+	// faults reach them; cluster is the same containers as the Docker
+	// driver knows them, for what only it does (keep a cluster warm).
+	nodes   nodes.Nodes
 	cluster *engine.Cluster
 	db      backends.DB
 	// servers are the lock service's nodes, n1..nN.
@@ -59,11 +64,11 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 	node := history.SlotName(slot)
 	process := processOf(ctx, slot)
 	init := s.initFor(node, process)
-	cmd := []string{engine.BinaryPath, "agent"}
+	cmd := []string{nodes.BinaryPath, "agent"}
 	if a := s.t.info.Agent; a != nil {
-		cmd = []string{engine.ProgramPath(a.Name), "agent"}
+		cmd = []string{nodes.ProgramPath(a.Name), "agent"}
 	}
-	opts := engine.ExecOptions{}
+	opts := nodes.ExecOptions{}
 	who := fmt.Sprintf("the agent in %s (process %d)", node, process)
 	if cl := s.t.client; cl != nil {
 		cmd = cl.Manifest.Command
@@ -82,8 +87,8 @@ func (s *dockerSystem) NewClient(ctx context.Context, slot int) (backends.Client
 	}
 	// No pause until the agent has answered: one frozen half way through
 	// its start would fail the slot.
-	defer s.cluster.HoldOffPause(node)()
-	st, err := s.cluster.ExecStreamWith(context.WithoutCancel(ctx), node, cmd, opts)
+	defer s.nodes.HoldOffPause(node)()
+	st, err := s.nodes.ExecStreamWith(context.WithoutCancel(ctx), node, cmd, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +163,7 @@ func (s *dockerSystem) prepareClientStorage(ctx context.Context, cs *registry.Cl
 		keys = append(keys, keyName(k))
 	}
 	if cs.Prepare != nil {
-		if err := cs.Prepare(ctx, s.cluster, keys); err != nil {
+		if err := cs.Prepare(ctx, s.nodes, keys); err != nil {
 			return fmt.Errorf("readying the storage (%s) for the client: %w", s.t.cfg.Storage, err)
 		}
 	}
@@ -175,7 +180,7 @@ func (s *dockerSystem) finalReader() func(ctx context.Context, key string) (int6
 		return nil
 	}
 	return func(ctx context.Context, key string) (int64, error) {
-		return s.own.Read(ctx, s.cluster, s.spec.Endpoints, key)
+		return s.own.Read(ctx, s.nodes, s.spec.Endpoints, key)
 	}
 }
 
@@ -244,10 +249,10 @@ func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 	fmt.Fprintf(f, "--- %s\n%s\n", who, b)
 }
 
-func (s *dockerSystem) Freezer() nemesis.Freezer { return containerFreezer{s.cluster} }
+func (s *dockerSystem) Freezer() nemesis.Freezer { return nodeFreezer{s.nodes} }
 
 func (s *dockerSystem) Info() map[string]string {
-	info := map[string]string{"docker test id": s.cluster.TestID, "image": s.image, "docker cluster": "new"}
+	info := map[string]string{"docker test id": s.nodes.ID(), "image": s.image, "docker cluster": "new"}
 	if s.st != nil && s.st.reused {
 		info["docker cluster"] = "warm: an earlier run's, its processes killed and its data removed before this run"
 	}
@@ -271,17 +276,17 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	defer cancel()
 	var errs []error
 	stuck := map[string]bool{}
-	for _, n := range s.cluster.Nodes {
-		if err := s.cluster.Unpause(ctx, n.Name); err != nil {
+	for _, n := range s.nodes.All() {
+		if err := s.nodes.Unpause(ctx, n.Name); err != nil {
 			stuck[n.Name] = true
 			errs = append(errs, fmt.Errorf("could not resume %s: %w", n.Name, err))
 		}
 	}
 	paths := map[string][]string{}
-	for _, n := range s.cluster.Nodes {
+	for _, n := range s.nodes.All() {
 		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
 	}
-	if err := s.cluster.CollectLogsExcept(ctx, s.dir.Logs(), paths, stuck); err != nil {
+	if err := s.nodes.CollectLogsExcept(ctx, s.dir.Logs(), paths, stuck); err != nil {
 		s.logf("collecting logs: %v", err)
 	}
 	if s.warmKey != "" && s.st.keepWarm && len(errs) == 0 {
@@ -300,7 +305,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 			s.cluster.TestID, engine.ContainerName(s.cluster.TestID, "n1"), s.cluster.TestID)
 		return errors.Join(errs...)
 	}
-	if err := s.cluster.Down(ctx); err != nil {
+	if err := s.nodes.Down(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -329,8 +334,8 @@ func leftoverHint(testID string, keep bool) string {
 		testID, len(left), left[0], testID)
 }
 
-// containerFreezer pauses whole containers with the cgroup freezer.
-type containerFreezer struct{ c *engine.Cluster }
+// nodeFreezer pauses whole nodes with the cgroup freezer.
+type nodeFreezer struct{ n nodes.Nodes }
 
-func (f containerFreezer) Freeze(ctx context.Context, node string) error { return f.c.Pause(ctx, node) }
-func (f containerFreezer) Thaw(ctx context.Context, node string) error   { return f.c.Unpause(ctx, node) }
+func (f nodeFreezer) Freeze(ctx context.Context, node string) error { return f.n.Pause(ctx, node) }
+func (f nodeFreezer) Thaw(ctx context.Context, node string) error   { return f.n.Unpause(ctx, node) }

@@ -189,7 +189,7 @@ func TestDockerWarmClusterAfterHoldersKilledHolding(t *testing.T) {
 			// their sections: kill every agent where it stands, and
 			// leave a process no run started.
 			cl := attach(st)
-			for _, n := range cl.Nodes {
+			for _, n := range cl.All() {
 				if n.Role != engine.RoleClient {
 					continue
 				}

@@ -91,7 +91,7 @@ func (s systemSetup) openDocker(ctx context.Context) (*dockerSystem, error) {
 	for i := 1; i <= p.servers; i++ {
 		nodes = append(nodes, fmt.Sprintf("n%d", i))
 	}
-	ds := &dockerSystem{t: t, cluster: cl, db: p.db, servers: nodes, image: p.image, clientImage: p.clientImage, logf: s.logf, dir: s.dir, st: st, warmKey: key}
+	ds := &dockerSystem{t: t, nodes: cl, cluster: cl, db: p.db, servers: nodes, image: p.image, clientImage: p.clientImage, logf: s.logf, dir: s.dir, st: st, warmKey: key}
 	st.phase("servers")
 	if err := ds.start(ctx, id); err != nil {
 		ds.Close(context.Background())
@@ -222,13 +222,13 @@ func (s *dockerSystem) start(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	if err := s.db.Setup(ctx, s.cluster, s.servers); err != nil {
+	if err := s.db.Setup(ctx, s.nodes, s.servers); err != nil {
 		return fmt.Errorf("starting %s: %w", cfg.Backend, err)
 	}
 	var url, secret string
 	if k, ok := registry.Storage(cfg.Storage); ok {
 		var err error
-		if url, secret, err = k.Start(ctx, s.cluster, t.setup(id)); err != nil {
+		if url, secret, err = k.Start(ctx, s.nodes, t.setup(id)); err != nil {
 			return fmt.Errorf("starting the storage (%s) in the storage node: %w", cfg.Storage, err)
 		}
 	}

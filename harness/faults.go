@@ -6,7 +6,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -32,13 +32,13 @@ func faultEnv(t *Test, sys System) *nemesis.Env {
 // describeTo fills in what the faults need of the Docker cluster.
 func (s *dockerSystem) describeTo(env *nemesis.Env) {
 	var servers []string
-	for _, n := range s.cluster.Nodes {
-		if n.Role == engine.RoleServer {
+	for _, n := range s.nodes.All() {
+		if n.Role == nodes.RoleServer {
 			servers = append(servers, n.Name)
 		}
 	}
 	env.Settings = s.t.faultSettings(true, len(servers))
-	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.cluster, servers, engine.StorageNode, s.db
+	env.Cluster, env.ServerNodes, env.Storage, env.DB = s.nodes, servers, nodes.StorageNode, s.db
 	env.Log = s.logf
 }
 
@@ -135,7 +135,7 @@ func watchLeader(sys System, rec *history.Recorder) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.WatchLeader(ctx, ds.cluster, func(begun bool, node string) {
+		w.WatchLeader(ctx, ds.nodes, func(begun bool, node string) {
 			ev := history.Event{Process: history.NemesisProcess, Type: history.Info, F: FailoverEvent}
 			switch {
 			case begun:

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/words"
 )
 
@@ -21,11 +21,11 @@ func maintain(ctx context.Context, sys System, logFile, logf func(string, ...any
 	if !ok {
 		return func() {}
 	}
-	return runMaintainer(ctx, ds.db, ds.cluster, logFile, logf)
+	return runMaintainer(ctx, ds.db, ds.nodes, logFile, logf)
 }
 
 // runMaintainer is maintain over a DB and its cluster.
-func runMaintainer(ctx context.Context, db backends.DB, c *engine.Cluster, logFile, logf func(string, ...any)) (stop func()) {
+func runMaintainer(ctx context.Context, db backends.DB, c nodes.Nodes, logFile, logf func(string, ...any)) (stop func()) {
 	m, ok := db.(backends.Maintainer)
 	if !ok {
 		return func() {}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // upkeepDB is a DB with upkeep that counts its turns until its context
@@ -19,7 +19,7 @@ type upkeepDB struct {
 	turns int
 }
 
-func (u *upkeepDB) Maintain(ctx context.Context, _ *engine.Cluster, logf func(string, ...any)) backends.MaintenanceDone {
+func (u *upkeepDB) Maintain(ctx context.Context, _ nodes.Nodes, logf func(string, ...any)) backends.MaintenanceDone {
 	for {
 		select {
 		case <-ctx.Done():

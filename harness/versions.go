@@ -95,7 +95,7 @@ func (s *dockerSystem) askVersions(ctx context.Context) []reports.ServerNode {
 	var wg sync.WaitGroup
 	for i, n := range s.servers {
 		wg.Go(func() {
-			out[i] = askNode(ctx, n, func(ctx context.Context) (backends.ServerVersion, error) { return a.AskVersion(ctx, s.cluster, n) })
+			out[i] = askNode(ctx, n, func(ctx context.Context) (backends.ServerVersion, error) { return a.AskVersion(ctx, s.nodes, n) })
 		})
 	}
 	wg.Wait()

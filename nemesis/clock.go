@@ -42,7 +42,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -187,9 +187,9 @@ func skewOffsets(s Settings, n int) []time.Duration {
 
 // standing remembers each cluster's standing offsets (clock-skew's), which
 // the other clock faults add to and heal back to.
-var standing sync.Map // *engine.Cluster → map[string]time.Duration
+var standing sync.Map // nodes.Nodes → map[string]time.Duration
 
-func standingOffset(c *engine.Cluster, node string) time.Duration {
+func standingOffset(c nodes.Nodes, node string) time.Duration {
 	if m, ok := standing.Load(c); ok {
 		return m.(map[string]time.Duration)[node]
 	}
@@ -355,7 +355,7 @@ func (s *ClockStrobe) Start(ctx context.Context, rng *rand.Rand) ([]string, erro
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	before := s.read(sctx, node)
-	if _, err := s.cluster.ExecDetached(sctx, node, []string{"sh", "-c", loop}, engine.ExecOptions{}); err != nil {
+	if _, err := s.cluster.ExecDetached(sctx, node, []string{"sh", "-c", loop}, nodes.ExecOptions{}); err != nil {
 		return nil, fmt.Errorf("clock-strobe: starting the strobe in %s: %w", node, err)
 	}
 	var seen []string

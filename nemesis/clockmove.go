@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // ClockProbe is a lock service that can read a server's own wall clock
@@ -30,7 +30,7 @@ type ClockProbe interface {
 // clocks moves and reads the server nodes' clocks; every clock fault has
 // one.
 type clocks struct {
-	cluster *engine.Cluster
+	cluster nodes.Nodes
 	servers []string
 	db      DB
 	offset  time.Duration

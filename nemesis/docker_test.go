@@ -76,7 +76,7 @@ func up(t *testing.T, servers int, storage bool, clients int) *engine.Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range c.Nodes {
+	for _, n := range c.All() {
 		if err := c.CopyTo(ctx, n.Name, delaydPath, delayd, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func up(t *testing.T, servers int, storage bool, clients int) *engine.Cluster {
 
 func names(c *engine.Cluster, role string) []string {
 	var out []string
-	for _, n := range c.Nodes {
+	for _, n := range c.All() {
 		if role == "" || n.Role == role {
 			out = append(out, n.Name)
 		}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // healPatience is how long a heal keeps retrying a node Docker refuses to
@@ -18,7 +18,7 @@ const healPatience = 10 * time.Second
 // script runs sh -c script in node with every capability the engine can
 // grant (at least NET_ADMIN) and returns its stdout. A script that exits
 // non-zero is an error carrying its stderr.
-func script(ctx context.Context, c *engine.Cluster, node, text string) (string, error) {
+func script(ctx context.Context, c nodes.Nodes, node, text string) (string, error) {
 	res, err := c.ExecPrivileged(ctx, node, []string{"sh", "-c", text})
 	if err != nil {
 		return "", err
@@ -44,7 +44,7 @@ func (e *scriptError) Error() string {
 // scriptPatiently is script for healing: while Docker cannot exec into the
 // node (it is paused, the daemon is busy) it retries for up to patience,
 // even past ctx's end when ctx was already cancelled by an interrupt.
-func scriptPatiently(ctx context.Context, c *engine.Cluster, node, text string, patience time.Duration) (string, error) {
+func scriptPatiently(ctx context.Context, c nodes.Nodes, node, text string, patience time.Duration) (string, error) {
 	deadline := time.Now().Add(patience)
 	delay := 100 * time.Millisecond
 	for {
@@ -104,14 +104,14 @@ func healEach(nodes []string, run func([]string, func(string) error) error, heal
 	return left, err
 }
 
-// ipOf is a node's address on the cluster network.
-func ipOf(c *engine.Cluster, node string) (string, error) {
+// ipOf is the address a node's peers reach it at.
+func ipOf(c nodes.Nodes, node string) (string, error) {
 	n, err := c.Node(node)
 	if err != nil {
 		return "", err
 	}
 	if n.IP == "" {
-		return "", fmt.Errorf("node %s has no address on %s", node, c.Network)
+		return "", fmt.Errorf("node %s of test %s has no address", node, c.ID())
 	}
 	return n.IP, nil
 }

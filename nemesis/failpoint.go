@@ -34,7 +34,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -231,7 +231,7 @@ type Failpoint struct {
 	Point, Action string
 	// Port is the failpoints' endpoint in each node.
 	Port    int
-	Cluster *engine.Cluster
+	Cluster nodes.Nodes
 	DB      Servers
 	// Targets lists the servers one may be drawn from (every server, or
 	// the leader alone); All arms every one of them.

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 func init() {
@@ -27,8 +27,8 @@ func init() {
 // backends.DB has it): SIGKILL one node's server, start it again with its
 // data.
 type Servers interface {
-	Kill(ctx context.Context, c *engine.Cluster, node string) error
-	Start(ctx context.Context, c *engine.Cluster, node string) error
+	Kill(ctx context.Context, c nodes.Nodes, node string) error
+	Start(ctx context.Context, c nodes.Nodes, node string) error
 }
 
 // Kill SIGKILLs the lock service's server on one node drawn at random and
@@ -37,7 +37,7 @@ type Servers interface {
 type Kill struct {
 	// Label is the --nemesis word: kill, kill-leader.
 	Label   string
-	Cluster *engine.Cluster
+	Cluster nodes.Nodes
 	DB      Servers
 	// Targets lists the nodes whose server may be killed now (the server
 	// nodes; the leader alone for kill-leader).

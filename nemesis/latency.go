@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // DelayChain is the iptables chain, jumped to first from OUTPUT, that
@@ -29,7 +29,7 @@ func init() {
 	Register(Kind{Name: "latency", Summary: "delay the server nodes' packets by 50 ms ± 10 ms and drop 2% of them",
 		Needs: Needs{Docker: true, Servers: 1},
 		Build: func(ctx context.Context, env *Env) (Fault, error) {
-			l := &Latency{Cluster: env.Cluster, Targets: env.AllServers, Delayer: latencyDelayer, Command: []string{engine.BinaryPath, "delay"}}
+			l := &Latency{Cluster: env.Cluster, Targets: env.AllServers, Delayer: latencyDelayer, Command: []string{nodes.BinaryPath, "delay"}}
 			ctx, cancel := context.WithTimeout(ctx, time.Minute)
 			defer cancel()
 			if err := l.Probe(ctx, env.ServerNodes[0]); err != nil {
@@ -51,7 +51,7 @@ func init() {
 // the delay. Packets to the host (the harness asking who leads) are left
 // alone.
 type Latency struct {
-	Cluster *engine.Cluster
+	Cluster nodes.Nodes
 	// Targets lists the nodes whose outgoing packets are delayed (the
 	// server nodes): between two targets the round trip grows by twice
 	// the delay, between a target and another node by once.
@@ -102,7 +102,7 @@ func (l *Latency) startNode(ctx context.Context, node string) error {
 		q = append(q, shellQuote(a))
 	}
 	run := fmt.Sprintf("mkdir -p /var/log/fencecheck && echo $$ > %s && exec %s >>%s 2>&1", delayerPid, strings.Join(q, " "), delayerLog)
-	if _, err := l.Cluster.ExecDetached(ctx, node, []string{"sh", "-c", run}, engine.ExecOptions{Privileged: true}); err != nil {
+	if _, err := l.Cluster.ExecDetached(ctx, node, []string{"sh", "-c", run}, nodes.ExecOptions{Privileged: true}); err != nil {
 		return err
 	}
 	// The queue shows in the node's /proc once the delayer has bound it.
@@ -116,7 +116,7 @@ done; echo "the delayer did not bind queue %d within 5s:"; tail -n 5 %s; exit 1`
 	}
 	var b strings.Builder
 	b.WriteString(ensureChain(DelayChain, "OUTPUT"))
-	for _, peer := range l.Cluster.Nodes {
+	for _, peer := range l.Cluster.All() {
 		if peer.Name == node || peer.IP == "" {
 			continue
 		}

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/words"
 )
 
@@ -142,7 +142,7 @@ func (g Grudge) cutAcross(as, bs []string) {
 type Partition struct {
 	// Label is the --nemesis word: partition, partition-halves...
 	Label   string
-	Cluster *engine.Cluster
+	Cluster nodes.Nodes
 	// Shapes are picked from at random, one per Start.
 	Shapes []Shape
 	// Servers are the lock service's nodes (n1..nN).

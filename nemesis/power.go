@@ -13,9 +13,10 @@ package nemesis
 // Settings.DataDir) in every server node before the servers first start.
 // The layer keeps written data in its own cache until a file is fsynced.
 // Its process lives in a container of its own beside the node
-// (engine.StartFSLayer), in the node's mount namespace but outside the
-// node's cgroup, so a pause of the node (cgroup freezer) can never freeze
-// the daemon its servers' file operations wait on. A fault's cut is an
+// (nodes.FSLayerer, compose/engine's StartFSLayer), in the node's mount
+// namespace but outside the node's cgroup, so a pause of the node (cgroup
+// freezer) can never freeze the daemon its servers' file operations wait
+// on. A fault's cut is an
 // exec of `check lossyfs cut` in the node (with `arm` and `wait` first
 // for a cut at an instant or at a sync). Only runs that name a power
 // fault get the layer: every other run is as it was.
@@ -29,7 +30,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/nemesis/lossyfs"
 )
@@ -188,16 +189,20 @@ func DiskDir(dataDir string) string { return path.Clean(dataDir) + ".disk" }
 // changes until their directory is fsynced.
 func preparePower(ctx context.Context, env *Env) error {
 	dir := env.Settings.DataDir
-	cmd := []string{engine.BinaryPath, "lossyfs", "serve", dir, DiskDir(dir)}
+	cmd := []string{nodes.BinaryPath, "lossyfs", "serve", dir, DiskDir(dir)}
 	if torn, _ := lossyfs.ParseTorn(env.Settings.Options["power-torn"]); torn != lossyfs.TornNone {
 		cmd = append(cmd, "--keep-writes")
 	}
 	if env.Settings.Options["power-dir-entries"] == "need-fsync" {
 		cmd = append(cmd, "--lose-names")
 	}
-	ready := []string{engine.BinaryPath, "lossyfs", "status"}
+	ready := []string{nodes.BinaryPath, "lossyfs", "status"}
+	layers, ok := env.Cluster.(nodes.FSLayerer)
+	if !ok {
+		return fmt.Errorf("the power faults need Docker nodes: this driver cannot run the filesystem layer beside a node")
+	}
 	return eachNode(env.ServerNodes, func(n string) error {
-		if err := env.Cluster.StartFSLayer(ctx, n, cmd, ready, 30*time.Second); err != nil {
+		if err := layers.StartFSLayer(ctx, n, cmd, ready, 30*time.Second); err != nil {
 			return err
 		}
 		env.logf("power: %s's %s is on the filesystem layer (what is not fsynced is lost on a power fault)", n, dir)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/nemesis"
 )
 
@@ -133,17 +134,17 @@ type writerService struct{ dir string }
 
 const writerPid = "/tmp/fc-writer.pid"
 
-func (w writerService) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (w writerService) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	_, err := c.Exec(ctx, node, []string{"sh", "-c", "kill -9 $(cat " + writerPid + ") 2>/dev/null; true"})
 	return err
 }
 
-func (w writerService) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (w writerService) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	_, err := c.Exec(ctx, node, []string{"sh", "-c", fmt.Sprintf(`cd /; nohup sh -c 'echo $$ > %s; i=$(wc -l < %[2]s/log.wal 2>/dev/null || echo 0); while :; do i=$((i+1)); echo rec$i >> %[2]s/log.wal; sync %[2]s/log.wal; done' >/dev/null 2>&1 &`, writerPid, w.dir)})
 	return err
 }
 
-func (w writerService) Primary(context.Context, *engine.Cluster) (string, error) { return "n1", nil }
+func (w writerService) Primary(context.Context, nodes.Nodes) (string, error) { return "n1", nil }
 
 // TestDockerPowerCutAimedAndAtOneInstant cuts three nodes' power the two
 // ways a power fault can: aimed (--power-at before-sync:3: each node's

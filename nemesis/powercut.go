@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/words"
 	"github.com/fencecheck/fencecheck/nemesis/lossyfs"
@@ -39,7 +39,7 @@ import (
 // The fault's start is recorded (Announcer) before step 1.
 type PowerCut struct {
 	Label   string
-	Cluster *engine.Cluster
+	Cluster nodes.Nodes
 	DB      Servers
 	// Targets lists the nodes that may be cut now.
 	Targets func(ctx context.Context) ([]string, error)
@@ -261,12 +261,12 @@ func (p *PowerCut) freeze(ctx context.Context, ts []string) (map[string]lossyfs.
 	var mu sync.Mutex
 	out := map[string]lossyfs.Freeze{}
 	err := eachNode(ts, func(n string) error {
-		text := fmt.Sprintf("%[1]s lossyfs arm %[2]s && %[1]s lossyfs wait timeout=%[3]s", shellQuote(engine.BinaryPath), shellQuoteWords(t.String()), patience)
+		text := fmt.Sprintf("%[1]s lossyfs arm %[2]s && %[1]s lossyfs wait timeout=%[3]s", shellQuote(nodes.BinaryPath), shellQuoteWords(t.String()), patience)
 		out1, err := script(ctx, p.Cluster, n, text)
 		if err != nil {
 			if t.Sync != "" && strings.Contains(err.Error(), "did not come") {
 				p.Out("%s: %s's trigger (%s) did not come within %s; cutting it on command", p.Label, n, t, patience)
-				script(ctx, p.Cluster, n, shellQuote(engine.BinaryPath)+" lossyfs disarm")
+				script(ctx, p.Cluster, n, shellQuote(nodes.BinaryPath)+" lossyfs disarm")
 				return nil
 			}
 			return fmt.Errorf("arming %s's cut (%s): %w", n, t, err)
@@ -321,7 +321,7 @@ func (p *PowerCut) report(ts []string, start time.Time, fs map[string]lossyfs.Fr
 // it that outlived its kill dead (a power cut leaves no stragglers), then
 // what was never synced dropped. It returns what was dropped.
 func (p *PowerCut) finish(ctx context.Context, node string, seed uint64) (lossyfs.Dropped, error) {
-	cmd := fmt.Sprintf("%s lossyfs cut seed=%d", shellQuote(engine.BinaryPath), seed)
+	cmd := fmt.Sprintf("%s lossyfs cut seed=%d", shellQuote(nodes.BinaryPath), seed)
 	if p.Torn != lossyfs.TornNone {
 		cmd += " torn=" + string(p.Torn)
 	}

@@ -41,7 +41,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
@@ -161,7 +161,7 @@ func DurationOfInterval(s Settings) time.Duration { return max(s.Interval, s.Pau
 type DB interface {
 	Servers
 	// Primary is the node that leads now ("" when the service has none).
-	Primary(ctx context.Context, c *engine.Cluster) (string, error)
+	Primary(ctx context.Context, c nodes.Nodes) (string, error)
 }
 
 // Env is what a fault is built from: the run's settings and handles on the
@@ -176,8 +176,9 @@ type Env struct {
 	// observer must never block).
 	Observe func(func(history.Event))
 
-	// Cluster is the Docker cluster (nil in process).
-	Cluster *engine.Cluster
+	// Cluster is the test's nodes, a Docker cluster today (nil in
+	// process).
+	Cluster nodes.Nodes
 	// ServerNodes are the lock service's nodes (n1..nN).
 	ServerNodes []string
 	// Storage is the storage node's name.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // AgreementQuery says how AskState asks.
@@ -25,7 +25,7 @@ const AgreementQuery = "each member's revision (maintenance Status), then HashKV
 // revision — a lock key's create revision is the token — on the member
 // that reached the least. Every question goes through etcd's JSON gateway
 // from inside the node, as Primary's do.
-func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
+func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
 	revs, errs := backends.Settle(ctx, nodes, 4*time.Second, func(ctx context.Context, n string) (int64, error) {
 		return memberRevision(ctx, c, n)
@@ -71,7 +71,7 @@ func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (b
 
 // memberRevision is the member's own revision, from its Status answer's
 // header, serializable: the member's, not the leader's.
-func memberRevision(ctx context.Context, c *engine.Cluster, node string) (int64, error) {
+func memberRevision(ctx context.Context, c nodes.Nodes, node string) (int64, error) {
 	body, err := backends.HTTPPostInNode(ctx, c, node, ClientPort, "/v3/maintenance/status", "{}")
 	if err != nil {
 		return 0, err
@@ -93,7 +93,7 @@ func memberRevision(ctx context.Context, c *engine.Cluster, node string) (int64,
 // whole backend file, which members need not share), a digest of a
 // serializable Range of the whole keyspace at rev: every key with its
 // create and mod revisions, version, lease and value.
-func memberHash(ctx context.Context, c *engine.Cluster, node string, rev int64) (string, error) {
+func memberHash(ctx context.Context, c nodes.Nodes, node string, rev int64) (string, error) {
 	body, err := backends.HTTPPostInNode(ctx, c, node, ClientPort, "/v3/maintenance/hashkv", fmt.Sprintf(`{"revision":%d}`, rev))
 	if err == nil {
 		return parseHashKV(node, rev, body)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -24,7 +24,7 @@ var clientStorage = &registry.ClientStorage{
 	Describe: func(_, _ string, endpoints []string) lockclient.Storage {
 		return lockclient.Storage{Backend: "etcd", Fencing: lockclient.FencingClient, Endpoints: endpoints, Prefix: DataPrefix}
 	},
-	Read: func(ctx context.Context, c *engine.Cluster, endpoints []string, key string) (int64, error) {
+	Read: func(ctx context.Context, c nodes.Nodes, endpoints []string, key string) (int64, error) {
 		var errs []string
 		for _, e := range endpoints {
 			u, err := url.Parse(e)
@@ -44,7 +44,7 @@ var clientStorage = &registry.ClientStorage{
 
 // rangeValue reads one key, linearizably, from the server in node through
 // etcd's JSON gateway (as memberStatus asks): a missing key is 0.
-func rangeValue(ctx context.Context, c *engine.Cluster, node, key string) (int64, error) {
+func rangeValue(ctx context.Context, c nodes.Nodes, node, key string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	body := fmt.Sprintf(`{"key":%q}`, base64.StdEncoding.EncodeToString([]byte(key)))

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/compose/images"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // Ports etcd listens on in its nodes.
@@ -117,29 +117,29 @@ func (d *DB) build(ctx context.Context, arch string, progress io.Writer) ([]byte
 	return images.EtcdBinary(ctx, d.Version, arch, progress)
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
-	d.image = c.ServerImage()
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
+	d.image = nodes.ServerImage(c)
 	if d.binary() == "" && d.image == "" {
 		return fmt.Errorf("unknown etcd version %q (accepted: %s)", d.Version, strings.Join(slices.Sorted(maps.Keys(Versions)), ", "))
 	}
-	d.nodes = nodes
-	ips, err := backends.NodeIPs(c, nodes)
+	d.nodes = servers
+	ips, err := backends.NodeIPs(c, servers)
 	if err != nil {
 		return err
 	}
 	d.ips = ips
 	if d.compiled() && d.image == "" {
-		if err := d.copyBinary(ctx, c, nodes); err != nil {
+		if err := d.copyBinary(ctx, c, servers); err != nil {
 			return err
 		}
 	}
-	if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.Start(ctx, c, n) }); err != nil {
+	if err := backends.OnEachNode(servers, func(_ int, n string) error { return d.Start(ctx, c, n) }); err != nil {
 		return err
 	}
-	for _, n := range nodes {
+	for _, n := range servers {
 		// /health answers 200 only when the member sees a leader.
 		if err := backends.WaitUntil(ctx, c, n, "etcd",
-			[]string{engine.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", ClientPort)}, 60*time.Second); err != nil {
+			[]string{nodes.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", ClientPort)}, 60*time.Second); err != nil {
 			return err
 		}
 	}
@@ -148,11 +148,11 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 
 // copyBinary puts the on-demand build into every server node (already
 // compiled by Prepare; a warm cluster gets it again, the same bytes).
-func (d *DB) copyBinary(ctx context.Context, c *engine.Cluster, nodes []string) error {
+func (d *DB) copyBinary(ctx context.Context, c nodes.Nodes, nodes []string) error {
 	arch := d.arch
 	if arch == "" {
 		var err error
-		if arch, err = c.EngineArch(ctx); err != nil {
+		if arch, err = c.Arch(ctx); err != nil {
 			return err
 		}
 	}
@@ -208,13 +208,17 @@ func (d *DB) config(node, dataDir string) [][2]string {
 // node, or the user's image by its own CMD, configured the way the
 // official etcd images are, through ETCD_* variables (etcd reads one for
 // every flag), so nothing depends on where the image keeps its binary.
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	if d.image != "" {
 		var env []string
 		for _, kv := range d.config(node, ImageDataDir) {
 			env = append(env, "ETCD_"+strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_"))+"="+kv[1])
 		}
-		return c.StartImageServer(ctx, node, engine.ImageServer{Env: env})
+		is, err := nodes.ImageServersOf(c)
+		if err != nil {
+			return err
+		}
+		return is.StartImageServer(ctx, node, nodes.ImageServer{Env: env})
 	}
 	cmd := []string{d.binary()}
 	for _, kv := range d.config(node, DataDir) {
@@ -225,12 +229,16 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 		}
 		cmd = append(cmd, "--"+kv[0], kv[1])
 	}
-	return backends.StartDaemon(ctx, c, node, "etcd", cmd, engine.ExecOptions{Env: d.failpointEnv()})
+	return backends.StartDaemon(ctx, c, node, "etcd", cmd, nodes.ExecOptions{Env: d.failpointEnv()})
 }
 
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	if d.image != "" {
-		return c.KillImageServer(ctx, node)
+		is, err := nodes.ImageServersOf(c)
+		if err != nil {
+			return err
+		}
+		return is.KillImageServer(ctx, node)
 	}
 	return backends.KillDaemon(ctx, c, node, "etcd")
 }
@@ -240,7 +248,7 @@ func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 // so it works as well on a remote Docker engine, whose container addresses
 // this host cannot reach). A node that cannot answer (paused, killed,
 // partitioned off) is skipped.
-func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c nodes.Nodes) (string, error) {
 	byID := map[string]string{}
 	leader := ""
 	var errs []string
@@ -268,7 +276,7 @@ type memberState struct{ member, leader string }
 
 // memberStatus is node's answer to the maintenance Status call, asked of
 // the server in the node over HTTP/1.0 by bash.
-func memberStatus(ctx context.Context, c *engine.Cluster, node string) (memberState, error) {
+func memberStatus(ctx context.Context, c nodes.Nodes, node string) (memberState, error) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	req := `POST /v3/maintenance/status HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`
@@ -340,7 +348,7 @@ func (d *DB) Info() map[string]string {
 // endpoint, which every etcd release serves: {"etcdserver": "3.6.16",
 // "etcdcluster": "3.6.0"}. The body is kept verbatim; the version is
 // etcdserver, the server's own release.
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	body, err := backends.HTTPGetInNode(ctx, c, node, ClientPort, "/version")
 	if err != nil {
 		return backends.ServerVersion{}, err

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -75,7 +75,7 @@ func (d *DB) upkeepInfo() string {
 // Maintain runs the compactions and defragmentations the run asked for
 // until ctx ends. A member that cannot answer (down under a fault) is
 // logged and the next turn tries again.
-func (d *DB) Maintain(ctx context.Context, c *engine.Cluster, logf func(string, ...any)) backends.MaintenanceDone {
+func (d *DB) Maintain(ctx context.Context, c nodes.Nodes, logf func(string, ...any)) backends.MaintenanceDone {
 	var did backends.MaintenanceDone
 	var mu sync.Mutex
 	count := func(task string, ok bool) {
@@ -148,7 +148,7 @@ func every(ctx context.Context, interval time.Duration, task func()) {
 // answered, or the store has not moved since the last compaction, after
 // which etcd would only answer that the revision is compacted) and
 // whether the compaction was acknowledged.
-func (d *DB) compact(ctx context.Context, c *engine.Cluster, last int64, logf func(string, ...any)) (int64, bool) {
+func (d *DB) compact(ctx context.Context, c nodes.Nodes, last int64, logf func(string, ...any)) (int64, bool) {
 	var errs []string
 	for _, n := range d.nodes {
 		rev, err := memberRevision(ctx, c, n)
@@ -189,7 +189,7 @@ func compactionRequest(rev int64) string {
 }
 
 // defragment defragments node's member and says whether it answered.
-func (d *DB) defragment(ctx context.Context, c *engine.Cluster, node string, logf func(string, ...any)) bool {
+func (d *DB) defragment(ctx context.Context, c nodes.Nodes, node string, logf func(string, ...any)) bool {
 	start := time.Now()
 	body, err := backends.HTTPPostInNode(ctx, c, node, ClientPort, "/v3/maintenance/defragment", "{}")
 	took := time.Since(start).Round(time.Millisecond)

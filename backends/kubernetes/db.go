@@ -26,8 +26,8 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/etcd"
 	"github.com/fencecheck/fencecheck/backends/kubernetes/clientconf"
-	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/compose/images"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -140,14 +140,14 @@ func (d *DB) Prepare(ctx context.Context, arch string, progress io.Writer) error
 	return err
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
-	if c.ServerImage() != "" {
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
+	if nodes.ServerImage(c) != "" {
 		return fmt.Errorf("backend kubernetes runs its own etcd and kube-apiserver builds; --server-image is not accepted")
 	}
-	if len(nodes) != d.Servers() {
-		return fmt.Errorf("backend kubernetes needs %d server nodes (%d etcd members and %d API servers), got %d", d.Servers(), EtcdMembers, d.apiserverCount(), len(nodes))
+	if len(servers) != d.Servers() {
+		return fmt.Errorf("backend kubernetes needs %d server nodes (%d etcd members and %d API servers), got %d", d.Servers(), EtcdMembers, d.apiserverCount(), len(servers))
 	}
-	d.etcdNodes, d.apiservers = nodes[:EtcdMembers], nodes[EtcdMembers:]
+	d.etcdNodes, d.apiservers = servers[:EtcdMembers], servers[EtcdMembers:]
 	ips, err := backends.NodeIPs(c, d.apiservers)
 	if err != nil {
 		return err
@@ -162,7 +162,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	}
 	arch := d.arch
 	if arch == "" {
-		if arch, err = c.EngineArch(ctx); err != nil {
+		if arch, err = c.Arch(ctx); err != nil {
 			return err
 		}
 	}
@@ -181,7 +181,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	// All start at once and are then waited for: on a loaded machine
 	// three API servers started one after another would triple the wait.
 	for _, n := range d.apiservers {
-		if err := backends.StartDaemon(ctx, c, n, apiserverName, d.apiserverArgs(n), engine.ExecOptions{}); err != nil {
+		if err := backends.StartDaemon(ctx, c, n, apiserverName, d.apiserverArgs(n), nodes.ExecOptions{}); err != nil {
 			return err
 		}
 	}
@@ -196,7 +196,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 // install copies the binary, the node's own serving certificate and key,
 // and the shared service-account key and token file into one API server
 // node.
-func (d *DB) install(ctx context.Context, c *engine.Cluster, s servingCert, bin []byte) error {
+func (d *DB) install(ctx context.Context, c nodes.Nodes, s servingCert, bin []byte) error {
 	files := []struct {
 		path string
 		data []byte
@@ -247,8 +247,8 @@ func (d *DB) apiserverArgs(node string) []string {
 }
 
 // startAPIServer starts node's API server and waits until it is ready.
-func (d *DB) startAPIServer(ctx context.Context, c *engine.Cluster, node string) error {
-	if err := backends.StartDaemon(ctx, c, node, apiserverName, d.apiserverArgs(node), engine.ExecOptions{}); err != nil {
+func (d *DB) startAPIServer(ctx context.Context, c nodes.Nodes, node string) error {
+	if err := backends.StartDaemon(ctx, c, node, apiserverName, d.apiserverArgs(node), nodes.ExecOptions{}); err != nil {
 		return err
 	}
 	return d.waitReady(ctx, c, node)
@@ -256,12 +256,12 @@ func (d *DB) startAPIServer(ctx context.Context, c *engine.Cluster, node string)
 
 // waitReady waits until node's API server answers /readyz with 200
 // (asked inside its node, trusting only its own certificate).
-func (d *DB) waitReady(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) waitReady(ctx context.Context, c nodes.Nodes, node string) error {
 	return backends.WaitUntil(ctx, c, node, apiserverName, d.probe("/readyz", false), 90*time.Second)
 }
 
 func (d *DB) probe(path string, printBody bool) []string {
-	cmd := []string{engine.BinaryPath, "probe", "--timeout", "2s", "--ca", apiserverCert}
+	cmd := []string{nodes.BinaryPath, "probe", "--timeout", "2s", "--ca", apiserverCert}
 	if printBody {
 		cmd = append(cmd, "--print")
 	}
@@ -281,7 +281,7 @@ func (d *DB) Endpoints() []string {
 
 // Kill SIGKILLs node's server: the API server on an API server node, etcd
 // on the others.
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	if d.isAPIServer(node) {
 		return backends.KillDaemon(ctx, c, node, apiserverName)
 	}
@@ -290,7 +290,7 @@ func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 
 // Start starts node's server again with its data (and an API server
 // with its certificate and the cluster's token).
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	if d.isAPIServer(node) {
 		return d.startAPIServer(ctx, c, node)
 	}
@@ -299,7 +299,7 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 
 // Primary is etcd's leader: the one node whose isolation stops every
 // write (API servers have no leader among themselves).
-func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c nodes.Nodes) (string, error) {
 	return d.etcd.Primary(ctx, c)
 }
 
@@ -364,7 +364,7 @@ const VersionQuery = "GET /version on each API server (gitVersion), GET /version
 // AskVersion asks node's server what it is: an API server's /version
 // (gitVersion, stamped at compile time), or etcd's. Each answer is
 // prefixed by the server's name, since one run has both.
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	if !d.isAPIServer(node) {
 		v, err := d.etcd.AskVersion(ctx, c, node)
 		if err == nil {

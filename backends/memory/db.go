@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // LockdPort is where `check lockd` listens in its node.
@@ -21,30 +21,30 @@ type DB struct {
 	node string
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
-	if len(nodes) == 0 {
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
+	if len(servers) == 0 {
 		return fmt.Errorf("the memory lock service needs one server node")
 	}
-	d.node = nodes[0]
+	d.node = servers[0]
 	if err := d.Start(ctx, c, d.node); err != nil {
 		return err
 	}
 	return backends.WaitUntil(ctx, c, d.node, "lockd",
-		[]string{engine.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", LockdPort)}, 30*time.Second)
+		[]string{nodes.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", LockdPort)}, 30*time.Second)
 }
 
 func (d *DB) Endpoints() []string { return []string{fmt.Sprintf("http://%s:%d", d.node, LockdPort)} }
 
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	return backends.KillDaemon(ctx, c, node, "lockd")
 }
 
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	return backends.StartDaemon(ctx, c, node, "lockd",
-		[]string{engine.BinaryPath, "lockd", "--listen", fmt.Sprintf(":%d", LockdPort), "--lease-ttl", d.TTL.String()}, engine.ExecOptions{})
+		[]string{nodes.BinaryPath, "lockd", "--listen", fmt.Sprintf(":%d", LockdPort), "--lease-ttl", d.TTL.String()}, nodes.ExecOptions{})
 }
 
-func (d *DB) Primary(context.Context, *engine.Cluster) (string, error) { return d.node, nil }
+func (d *DB) Primary(context.Context, nodes.Nodes) (string, error) { return d.node, nil }
 
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
@@ -56,7 +56,7 @@ func (d *DB) Info() map[string]string {
 const VersionQuery = "GET /version of check lockd (the fencecheck build); in process, the running build"
 
 // AskVersion asks `check lockd` which fencecheck build it is.
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	body, err := backends.HTTPGetInNode(ctx, c, node, LockdPort, "/version")
 	if err != nil {
 		return backends.ServerVersion{}, err

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // AgreementQuery says how AskState asks.
@@ -39,7 +39,7 @@ func (r replica) state() string {
 // sequence of its message — on the replica that reached the least; a
 // bucket that no server holds any more is gone, and with it every
 // revision it had handed out.
-func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
+func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
 	// A stream no server holds is taken as gone only once every server
 	// has said so for goneAfter: a server still loading its streams after

@@ -22,7 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // Ports nats-server listens on in its node.
@@ -96,8 +96,8 @@ func (d *DB) binary() string {
 	return binaryPath
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
-	if c.ServerImage() != "" {
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
+	if nodes.ServerImage(c) != "" {
 		return fmt.Errorf("backend nats runs its own nats-server build, not a --server-image")
 	}
 	if err := CheckSync(d.Sync); err != nil {
@@ -106,13 +106,13 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	if d.debian() && d.Sync == SyncAlways {
 		return fmt.Errorf("nats-server %s has no sync_interval", DebianVersion)
 	}
-	d.nodes = nodes
+	d.nodes = servers
 	var bin []byte
 	if !d.debian() {
 		arch := d.arch
 		if arch == "" {
 			var err error
-			if arch, err = c.EngineArch(ctx); err != nil {
+			if arch, err = c.Arch(ctx); err != nil {
 				return err
 			}
 		}
@@ -124,7 +124,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 			return err
 		}
 	}
-	if err := backends.OnEachNode(nodes, func(_ int, n string) error {
+	if err := backends.OnEachNode(servers, func(_ int, n string) error {
 		if bin != nil {
 			if err := c.CopyTo(ctx, n, binaryPath, bin, 0o755); err != nil {
 				return err
@@ -136,14 +136,14 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	}
 	// /healthz answers 200 once the server's JetStream is current with
 	// the cluster's meta leader.
-	for _, n := range nodes {
+	for _, n := range servers {
 		if err := backends.WaitUntil(ctx, c, n, "nats", d.healthProbe(), 60*time.Second); err != nil {
 			return err
 		}
 	}
 	// The sync setting is the one a power fault's verdict rests on: each
 	// server must say it runs with it, in DataDir.
-	for _, n := range nodes {
+	for _, n := range servers {
 		if err := d.checkStore(ctx, c, n); err != nil {
 			return err
 		}
@@ -153,7 +153,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	}
 	// Ready when every replica of the bucket's stream is current (healthz
 	// checks the streams a server holds) and a stream leader is known.
-	for _, n := range nodes {
+	for _, n := range servers {
 		if err := backends.WaitUntil(ctx, c, n, "nats", d.healthProbe(), 30*time.Second); err != nil {
 			return err
 		}
@@ -170,7 +170,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 }
 
 func (d *DB) healthProbe() []string {
-	return []string{engine.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/healthz", MonitorPort)}
+	return []string{nodes.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/healthz", MonitorPort)}
 }
 
 // binaryPath is where the compiled server is copied in the nodes.
@@ -210,14 +210,14 @@ cluster {
 
 // Start writes node's configuration and runs its server as a daemon (a
 // restart after Kill finds its data in DataDir).
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	if err := c.CopyTo(ctx, node, configPath, []byte(d.config(node)), 0o644); err != nil {
 		return err
 	}
-	return backends.StartDaemon(ctx, c, node, "nats", []string{d.binary(), "-c", configPath}, engine.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "nats", []string{d.binary(), "-c", configPath}, nodes.ExecOptions{})
 }
 
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	return backends.KillDaemon(ctx, c, node, "nats")
 }
 
@@ -256,7 +256,7 @@ func (d *DB) bucketConfig() jetstream.StreamConfig {
 // protocol over /dev/tcp (a request on $JS.API.STREAM.CREATE), as the
 // other backends ask their servers over HTTP from inside the nodes. A
 // retry finds the same stream and succeeds.
-func (d *DB) createBucket(ctx context.Context, c *engine.Cluster) error {
+func (d *DB) createBucket(ctx context.Context, c nodes.Nodes) error {
 	body, err := json.Marshal(d.bucketConfig())
 	if err != nil {
 		return err
@@ -319,7 +319,7 @@ echo "the server closed the connection" >&2
 exit 2`
 
 // jsRequest asks the server in node one JetStream API request.
-func jsRequest(ctx context.Context, c *engine.Cluster, node, subject, body string) (string, error) {
+func jsRequest(ctx context.Context, c nodes.Nodes, node, subject, body string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	res, err := c.Exec(ctx, node, []string{"timeout", "8", "bash", "-c", fmt.Sprintf(jsRequestScript, ClientPort), "js-request", subject, body})
@@ -339,7 +339,7 @@ func jsRequest(ctx context.Context, c *engine.Cluster, node, subject, body strin
 // server's /jsz says which server leads the streams it holds, asked
 // inside its node; one that says it leads itself is taken first, as the
 // others may not have heard of a new election yet.
-func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c nodes.Nodes) (string, error) {
 	var said []string
 	var errs []string
 	for _, n := range d.nodes {
@@ -361,7 +361,7 @@ func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
 	return "", fmt.Errorf("no nats-server knows a leader of stream %s (%s)", StreamName, strings.Join(errs, "; "))
 }
 
-func (d *DB) streamLeaderSeenBy(ctx context.Context, c *engine.Cluster, node string) (string, error) {
+func (d *DB) streamLeaderSeenBy(ctx context.Context, c nodes.Nodes, node string) (string, error) {
 	body, err := backends.HTTPGetInNode(ctx, c, node, MonitorPort, "/jsz?accounts=true&streams=true")
 	if err != nil {
 		return "", err
@@ -412,7 +412,7 @@ func (d *DB) Info() map[string]string {
 // checkStore asks node's server, on /varz, where it keeps its JetStream
 // data and whether it fsyncs every write, and compares both with what it
 // was configured with.
-func (d *DB) checkStore(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) checkStore(ctx context.Context, c nodes.Nodes, node string) error {
 	body, err := backends.HTTPGetInNode(ctx, c, node, MonitorPort, "/varz")
 	if err != nil {
 		return err
@@ -448,7 +448,7 @@ const VersionQuery = "GET /varz on each server's monitoring port (version)"
 // AskVersion asks node's server its version on its monitoring port's
 // /varz, which every nats-server serves: {"server_id": …, "version":
 // "2.15.3", …}. The answer kept is the version field.
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	body, err := backends.HTTPGetInNode(ctx, c, node, MonitorPort, "/varz")
 	if err != nil {
 		return backends.ServerVersion{}, err

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // AgreementQuery says how AskState asks.
@@ -17,7 +17,7 @@ const AgreementQuery = "the one server's token counters: each key's token in fen
 // the counters its recipe hands tokens out from: the lease table's token
 // per key, or the advisory recipe's sequence for every key. A server
 // that lost committed rows (fsync off, a power cut) hands them out again.
-func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
+func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
 	if d.srv == nil {
 		return st, nil

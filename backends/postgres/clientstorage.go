@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -22,7 +22,7 @@ const ClientTable = "fencecheck_registers"
 // credentials, and reads the final values through psql in the storage
 // node, never through the program.
 var clientStorage = &registry.ClientStorage{
-	Prepare: func(ctx context.Context, c *engine.Cluster, keys []string) error {
+	Prepare: func(ctx context.Context, c nodes.Nodes, keys []string) error {
 		var rows []string
 		for _, k := range keys {
 			rows = append(rows, "("+quote(k)+")")
@@ -34,7 +34,7 @@ var clientStorage = &registry.ClientStorage{
 		return lockclient.Storage{Backend: "postgres", URL: url, Fencing: lockclient.FencingClient,
 			Table: ClientTable, User: User, Password: secret}
 	},
-	Read: func(ctx context.Context, c *engine.Cluster, _ []string, key string) (int64, error) {
+	Read: func(ctx context.Context, c nodes.Nodes, _ []string, key string) (int64, error) {
 		out, err := storageSQL(ctx, c, fmt.Sprintf("SELECT value FROM %s WHERE key = %s;\n", ClientTable, quote(key)))
 		if err != nil {
 			return 0, err
@@ -61,15 +61,15 @@ func quote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'
 
 // storageSQL runs SQL as the superuser over the storage node's local
 // socket and returns psql's unaligned, tuples-only output.
-func storageSQL(ctx context.Context, c *engine.Cluster, sql string) (string, error) {
-	res, err := c.ExecWith(ctx, engine.StorageNode, []string{BinDir + "/psql",
+func storageSQL(ctx context.Context, c nodes.Nodes, sql string) (string, error) {
+	res, err := c.ExecWith(ctx, nodes.StorageNode, []string{BinDir + "/psql",
 		"-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-h", SocketDir, "-p", fmt.Sprint(Port), "-d", Database, "-f", "-"},
-		engine.ExecOptions{User: User, Stdin: strings.NewReader(sql)})
+		nodes.ExecOptions{User: User, Stdin: strings.NewReader(sql)})
 	if err != nil {
 		return "", err
 	}
 	if res.ExitCode != 0 {
-		return "", fmt.Errorf("psql in %s exited %d: %s", engine.StorageNode, res.ExitCode, strings.TrimSpace(res.Stdout+"\n"+res.Stderr))
+		return "", fmt.Errorf("psql in %s exited %d: %s", nodes.StorageNode, res.ExitCode, strings.TrimSpace(res.Stdout+"\n"+res.Stderr))
 	}
 	return res.Stdout, nil
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // Recipes, as --recipe names them.
@@ -52,15 +52,15 @@ type DB struct {
 	srv                      *server
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
-	if len(nodes) == 0 {
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
+	if len(servers) == 0 {
 		return fmt.Errorf("postgres needs one server node")
 	}
 	secret, err := newSecret()
 	if err != nil {
 		return err
 	}
-	d.srv = &server{node: nodes[0], secret: secret, timeouts: LockTimeouts(d.LeaseTTL), schema: LockSchema}
+	d.srv = &server{node: servers[0], secret: secret, timeouts: LockTimeouts(d.LeaseTTL), schema: LockSchema}
 	if d.SynchronousCommit != "" {
 		d.srv.conf += fmt.Sprintf("synchronous_commit = %s\n", d.SynchronousCommit)
 	}
@@ -70,8 +70,8 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	if err := d.srv.setup(ctx, c); err != nil {
 		return err
 	}
-	for _, n := range c.Nodes {
-		if n.Role != engine.RoleClient {
+	for _, n := range c.All() {
+		if n.Role != nodes.RoleClient {
 			continue
 		}
 		if err := run(ctx, c, n.Name, "", secret, fmt.Sprintf("umask 077 && mkdir -p %s && cat > %s", dir(SecretFile), SecretFile)); err != nil {
@@ -88,20 +88,20 @@ func (d *DB) Credentials() (user, password string) { return User, d.srv.secret }
 
 func (d *DB) Endpoints() []string { return []string{d.srv.url()} }
 
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	return d.srv.kill(ctx, c)
 }
 
 // Start brings the server back with its data after a kill (crash
 // recovery replays its WAL) and waits until it accepts connections.
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	if err := d.srv.start(ctx, c); err != nil {
 		return err
 	}
 	return d.srv.waitReady(ctx, c)
 }
 
-func (d *DB) Primary(context.Context, *engine.Cluster) (string, error) { return d.srv.node, nil }
+func (d *DB) Primary(context.Context, nodes.Nodes) (string, error) { return d.srv.node, nil }
 
 func (d *DB) LogFiles() []string { return []string{backends.LogDir} }
 
@@ -150,7 +150,7 @@ const VersionQuery = "SELECT version() as the superuser over the server's local 
 // AskVersion asks the lock server for its version with SELECT version(),
 // whose whole answer ("PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on …")
 // is kept; the version is the release after "PostgreSQL".
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	if d.srv == nil || node != d.srv.node {
 		return backends.ServerVersion{}, fmt.Errorf("%s runs no PostgreSQL server", node)
 	}

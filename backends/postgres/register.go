@@ -9,7 +9,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 )
 
@@ -46,7 +46,7 @@ func init() {
 	// can guard.
 	registry.RegisterStorage(registry.StorageKind{
 		Name: "postgres",
-		Start: func(ctx context.Context, c *engine.Cluster, s registry.Setup) (string, string, error) {
+		Start: func(ctx context.Context, c nodes.Nodes, s registry.Setup) (string, string, error) {
 			return StartStorage(ctx, c, s.LeaseTTL)
 		},
 		Open: func(_ context.Context, spec backends.ClientSpec, mode fenced.Mode) (fenced.Storage, error) {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // Where PostgreSQL lives in the node image (Debian's postgresql-15) and in
@@ -157,7 +157,7 @@ type server struct {
 
 // nodeSubnet is the subnet of node's address on the test network, as the
 // node itself sees it.
-func nodeSubnet(ctx context.Context, c *engine.Cluster, node string) (string, error) {
+func nodeSubnet(ctx context.Context, c nodes.Nodes, node string) (string, error) {
 	n, err := c.Node(node)
 	if err != nil {
 		return "", err
@@ -177,8 +177,8 @@ func nodeSubnet(ctx context.Context, c *engine.Cluster, node string) (string, er
 // run runs a shell script in the node, as user ("" for root), with stdin,
 // and fails on a non-zero exit. Its output goes into the error: no script
 // here prints the password.
-func run(ctx context.Context, c *engine.Cluster, node, user, stdin, script string) error {
-	opts := engine.ExecOptions{User: user}
+func run(ctx context.Context, c nodes.Nodes, node, user, stdin, script string) error {
+	opts := nodes.ExecOptions{User: user}
 	if stdin != "" {
 		opts.Stdin = strings.NewReader(stdin)
 	}
@@ -202,7 +202,7 @@ func firstLine(s string) string {
 
 // setup makes the server's files, starts it, waits until it accepts
 // connections and creates the schema.
-func (s *server) setup(ctx context.Context, c *engine.Cluster) error {
+func (s *server) setup(ctx context.Context, c nodes.Nodes) error {
 	subnet, err := nodeSubnet(ctx, c, s.node)
 	if err != nil {
 		return fmt.Errorf("postgres in %s: the test network's subnet: %w", s.node, err)
@@ -254,32 +254,32 @@ func (s *server) setup(ctx context.Context, c *engine.Cluster) error {
 // leaves its backends behind for a moment (they exit when they notice);
 // a new one refuses to start while they hold the old shared memory, so
 // start waits for them first.
-func (s *server) start(ctx context.Context, c *engine.Cluster) error {
+func (s *server) start(ctx context.Context, c nodes.Nodes) error {
 	err := backends.WaitUntil(ctx, c, s.node, daemon,
 		[]string{"sh", "-c", fmt.Sprintf("! pgrep -u %s -x postgres >/dev/null", User)}, 30*time.Second)
 	if err != nil {
 		return fmt.Errorf("the killed server's processes are still there: %w", err)
 	}
 	return backends.StartDaemon(ctx, c, s.node, daemon,
-		[]string{BinDir + "/postgres", "-D", DataDir}, engine.ExecOptions{User: User})
+		[]string{BinDir + "/postgres", "-D", DataDir}, nodes.ExecOptions{User: User})
 }
 
 // waitReady waits until the server accepts connections. pg_isready only
 // asks, but it asks as a user: as postgres over the socket, which the
 // peer rule admits, it leaves no failed login in the server's log.
-func (s *server) waitReady(ctx context.Context, c *engine.Cluster) error {
+func (s *server) waitReady(ctx context.Context, c nodes.Nodes) error {
 	return backends.WaitUntil(ctx, c, s.node, daemon,
 		[]string{"runuser", "-u", User, "--", BinDir + "/pg_isready", "-q", "-h", SocketDir, "-p", fmt.Sprint(Port),
 			"-U", User, "-d", Database, "-t", "2"}, 60*time.Second)
 }
 
 // psql runs SQL as the superuser over the local socket.
-func (s *server) psql(ctx context.Context, c *engine.Cluster, sql string) error {
+func (s *server) psql(ctx context.Context, c nodes.Nodes, sql string) error {
 	return run(ctx, c, s.node, User, sql, fmt.Sprintf("%s/psql -X -q -v ON_ERROR_STOP=1 -h %s -p %d -d %s -f -",
 		BinDir, SocketDir, Port, Database))
 }
 
-func (s *server) kill(ctx context.Context, c *engine.Cluster) error {
+func (s *server) kill(ctx context.Context, c nodes.Nodes) error {
 	return backends.KillDaemon(ctx, c, s.node, daemon)
 }
 

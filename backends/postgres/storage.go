@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -44,12 +44,12 @@ const (
 // StartStorage runs PostgreSQL in the storage node with the register table
 // and returns the URL clients use (no password in it) and the generated
 // password.
-func StartStorage(ctx context.Context, c *engine.Cluster, ttl time.Duration) (url, secret string, err error) {
+func StartStorage(ctx context.Context, c nodes.Nodes, ttl time.Duration) (url, secret string, err error) {
 	secret, err = newSecret()
 	if err != nil {
 		return "", "", err
 	}
-	s := &server{node: engine.StorageNode, secret: secret, timeouts: StorageTimeouts(ttl), schema: StorageSchema}
+	s := &server{node: nodes.StorageNode, secret: secret, timeouts: StorageTimeouts(ttl), schema: StorageSchema}
 	if err := s.setup(ctx, c); err != nil {
 		return "", "", err
 	}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // AgreementQuery says how AskState asks.
@@ -22,7 +22,7 @@ const AgreementQuery = "each server's INFO replication (its role and offset, rea
 // without its data, or a replica promoted before it had the last INCR,
 // hands tokens out again from below. Redlock's five independent masters
 // have no one counter to hold, and are asked nothing of counters.
-func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
+func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
 	for _, n := range nodes {
 		m := backends.MemberState{Node: n}

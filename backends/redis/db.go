@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // Port is where redis-server listens in its node.
@@ -108,7 +108,7 @@ type DB struct {
 	image   string // the user's server image (--server-image), "" for the node image's Redis
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
 	want := d.Masters
 	if d.Topology == Sentinel {
 		want = SentinelServers
@@ -122,12 +122,12 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	if err := CheckPersistence(d.Persistence); err != nil {
 		return err
 	}
-	if len(nodes) != want {
-		return fmt.Errorf("%s runs on %d Redis masters, got %d nodes", d.what(), want, len(nodes))
+	if len(servers) != want {
+		return fmt.Errorf("%s runs on %d Redis masters, got %d nodes", d.what(), want, len(servers))
 	}
-	d.nodes = nodes
-	d.image = c.ServerImage()
-	ips, err := backends.NodeIPs(c, nodes)
+	d.nodes = servers
+	d.image = nodes.ServerImage(c)
+	ips, err := backends.NodeIPs(c, servers)
 	if err != nil {
 		return err
 	}
@@ -140,13 +140,13 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 			return err
 		}
 		d.sentinelsUp = true
-	} else if err := backends.OnEachNode(nodes, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
+	} else if err := backends.OnEachNode(servers, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
 		return err
 	}
 	if d.image != "" {
 		return nil // the servers' own answer (AskVersion) names the image's release
 	}
-	res, err := c.Exec(ctx, nodes[0], []string{"redis-server", "--version"})
+	res, err := c.Exec(ctx, servers[0], []string{"redis-server", "--version"})
 	if err == nil {
 		if m := regexp.MustCompile(`v=(\S+)`).FindStringSubmatch(res.Stdout); m != nil {
 			d.version = m[1]
@@ -155,7 +155,7 @@ func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error
 	return nil
 }
 
-func (d *DB) setupNode(ctx context.Context, c *engine.Cluster, n string) error {
+func (d *DB) setupNode(ctx context.Context, c nodes.Nodes, n string) error {
 	if d.image == "" {
 		res, err := c.Exec(ctx, n, []string{"mkdir", "-p", DataDir, SentinelDir})
 		if err != nil {
@@ -193,7 +193,7 @@ func (d *DB) Endpoints() []string {
 // Start runs redis-server in the foreground, so that Kill's SIGKILL reaches
 // the server itself, bound to the node's address on the test network and
 // to 127.0.0.1 (for the readiness probe), with its data in DataDir.
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
 	ip := d.ips[node]
 	if ip == "" {
 		return fmt.Errorf("no Redis server is set up in %s", node)
@@ -218,18 +218,26 @@ func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
 	if d.image != "" {
 		// The official image's entrypoint takes the command as given
 		// (redis-server and its arguments), as its own CMD would be.
-		return c.StartImageServer(ctx, node, engine.ImageServer{Cmd: cmd})
+		is, err := nodes.ImageServersOf(c)
+		if err != nil {
+			return err
+		}
+		return is.StartImageServer(ctx, node, nodes.ImageServer{Cmd: cmd})
 	}
-	return backends.StartDaemon(ctx, c, node, "redis", cmd, engine.ExecOptions{})
+	return backends.StartDaemon(ctx, c, node, "redis", cmd, nodes.ExecOptions{})
 }
 
 // ImageDataDir is where Redis keeps its data when it runs from the user's
 // image: the official image's working directory and volume, /data.
 const ImageDataDir = "/data"
 
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	if d.image != "" {
-		return c.KillImageServer(ctx, node)
+		is, err := nodes.ImageServersOf(c)
+		if err != nil {
+			return err
+		}
+		return is.KillImageServer(ctx, node)
 	}
 	return backends.KillDaemon(ctx, c, node, "redis")
 }
@@ -238,7 +246,7 @@ func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
 // peers, and none leads. In the sentinel topology it is the master the
 // Sentinels name now (most of those that answer), whichever node that is
 // after failovers.
-func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c nodes.Nodes) (string, error) {
 	if d.Topology == Sentinel {
 		return d.sentinelMaster(ctx, c)
 	}
@@ -295,7 +303,7 @@ const VersionQuery = "INFO server on each server (redis_version)"
 
 // AskVersion asks node's server with INFO server and keeps its
 // redis_version field.
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	out, err := backends.AskInNode(ctx, c, node, []string{"redis-cli", "-h", "127.0.0.1", "-p", fmt.Sprint(Port), "INFO", "server"})
 	if err != nil {
 		return backends.ServerVersion{}, err

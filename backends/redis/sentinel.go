@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // The backend's flags for the topology.
@@ -149,7 +149,7 @@ func (d *DB) sentinelConf(ip, masterIP string) string {
 // replicas, waits until both replicas are in sync, then starts a Sentinel
 // on every node and waits until each has found the others and the
 // replicas.
-func (d *DB) setupSentinel(ctx context.Context, c *engine.Cluster) error {
+func (d *DB) setupSentinel(ctx context.Context, c nodes.Nodes) error {
 	d.master = d.nodes[0]
 	if err := backends.OnEachNode(d.nodes, func(_ int, n string) error { return d.setupNode(ctx, c, n) }); err != nil {
 		return err
@@ -164,7 +164,7 @@ func (d *DB) setupSentinel(ctx context.Context, c *engine.Cluster) error {
 		if err := c.CopyTo(ctx, n, conf, []byte(d.sentinelConf(d.ips[n], masterIP)), 0o644); err != nil {
 			return fmt.Errorf("writing %s in %s: %w", conf, n, err)
 		}
-		return backends.StartDaemon(ctx, c, n, "redis-sentinel", []string{"redis-sentinel", conf}, engine.ExecOptions{})
+		return backends.StartDaemon(ctx, c, n, "redis-sentinel", []string{"redis-sentinel", conf}, nodes.ExecOptions{})
 	}); err != nil {
 		return err
 	}
@@ -185,7 +185,7 @@ func (d *DB) setupSentinel(ctx context.Context, c *engine.Cluster) error {
 // A full resynchronisation starts at once (Redis waits 5 s for more
 // replicas to share the transfer by default): setup is 5 s shorter, and a
 // demoted master is a copy of the new one sooner.
-func (d *DB) serverArgs(ctx context.Context, c *engine.Cluster, node string) []string {
+func (d *DB) serverArgs(ctx context.Context, c nodes.Nodes, node string) []string {
 	if d.Topology != Sentinel {
 		return nil
 	}
@@ -211,7 +211,7 @@ func (d *DB) serverArgs(ctx context.Context, c *engine.Cluster, node string) []s
 // clients on the majority's side get. It asks up to three times, 300 ms
 // apart (each Sentinel given 5 s: docker exec alone takes seconds on a
 // loaded machine), before it says that no Sentinel named a master.
-func (d *DB) sentinelMaster(ctx context.Context, c *engine.Cluster) (string, error) {
+func (d *DB) sentinelMaster(ctx context.Context, c nodes.Nodes) (string, error) {
 	var why []string
 	for try := 0; try < 3; try++ {
 		if try > 0 {
@@ -244,7 +244,7 @@ func (d *DB) sentinelMaster(ctx context.Context, c *engine.Cluster) (string, err
 // askSentinels asks each node's Sentinel for the master's address, by
 // node ("" where it did not answer, e.g. a paused node, and then why in
 // errs).
-func (d *DB) askSentinels(ctx context.Context, c *engine.Cluster) (masters map[string]string, errs []string) {
+func (d *DB) askSentinels(ctx context.Context, c nodes.Nodes) (masters map[string]string, errs []string) {
 	masters = map[string]string{}
 	var mu sync.Mutex
 	_ = backends.OnEachNode(d.nodes, func(_ int, n string) error {
@@ -290,7 +290,7 @@ func (d *DB) nodeOf(ip string) string {
 // begun (begun true, the master being replaced) and each new master
 // (begun false, the node promoted). A new master is reported when the
 // first Sentinel announces it; every Sentinel announces each change.
-func (d *DB) WatchLeader(ctx context.Context, c *engine.Cluster, moved func(begun bool, node string)) {
+func (d *DB) WatchLeader(ctx context.Context, c nodes.Nodes, moved func(begun bool, node string)) {
 	if d.Topology != Sentinel {
 		<-ctx.Done()
 		return
@@ -347,7 +347,7 @@ func (d *DB) WatchLeader(ctx context.Context, c *engine.Cluster, moved func(begu
 // ends (started again if it ends earlier: a restarted connection), and
 // hands each message's fields to line. It kills its redis-cli at the end:
 // Docker cannot stop an exec.
-func (d *DB) subscribe(ctx context.Context, c *engine.Cluster, node string, line func([]string)) {
+func (d *DB) subscribe(ctx context.Context, c nodes.Nodes, node string, line func([]string)) {
 	pidfile := fmt.Sprintf("%s/sentinel-watch.pid", backends.LogDir)
 	defer func() {
 		kctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/fencecheck/fencecheck/backends"
 	"github.com/fencecheck/fencecheck/backends/fenced"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/lockclient"
 )
 
@@ -22,7 +22,7 @@ type StorageKind struct {
 	Name string
 	// Start runs the storage's server in the storage node and returns
 	// the address clients use and a secret (a password), if any.
-	Start func(ctx context.Context, c *engine.Cluster, s Setup) (url, secret string, err error)
+	Start func(ctx context.Context, c nodes.Nodes, s Setup) (url, secret string, err error)
 	// Open makes the storage's client in an agent, checking tokens as mode
 	// says where the storage checks them itself.
 	Open func(ctx context.Context, spec backends.ClientSpec, mode fenced.Mode) (fenced.Storage, error)
@@ -42,7 +42,7 @@ type StorageKind struct {
 type ClientStorage struct {
 	// Prepare readies the storage for the run's keys once the servers and
 	// the storage run (a row per key, value 0, fence 0); optional.
-	Prepare func(ctx context.Context, c *engine.Cluster, keys []string) error
+	Prepare func(ctx context.Context, c nodes.Nodes, keys []string) error
 	// Describe is the storage part of the program's init message, from
 	// what StorageKind.Start returned (url, secret; empty for a backend's
 	// own storage) and the lock service's endpoints.
@@ -50,7 +50,7 @@ type ClientStorage struct {
 	// Read reads key's value itself, inside the cluster (a missing key is
 	// 0), given the lock service's endpoints; its error says the value
 	// could not be read.
-	Read func(ctx context.Context, c *engine.Cluster, endpoints []string, key string) (int64, error)
+	Read func(ctx context.Context, c nodes.Nodes, endpoints []string, key string) (int64, error)
 }
 
 // ClientStorage finds the storage a --client program can write to
@@ -121,7 +121,7 @@ func init() {
 		Name: DefaultStorage,
 		// The fenced node is the check binary itself.
 		CoreImage: true,
-		Start: func(ctx context.Context, c *engine.Cluster, s Setup) (string, string, error) {
+		Start: func(ctx context.Context, c nodes.Nodes, s Setup) (string, string, error) {
 			url, err := fenced.StartNode(ctx, c, s.Fencing)
 			return url, "", err
 		},

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // AgreementQuery says how AskState asks.
@@ -19,7 +19,7 @@ const AgreementQuery = "the srvr four-letter word on each server (its Zxid, the 
 // node's czxid is the token, so the ensemble's zxid — the least any
 // server reached — must be at least the highest token granted; servers
 // that stay at different zxids with no client left are named.
-func (d *DB) AskState(ctx context.Context, c *engine.Cluster, nodes []string) (backends.ServiceState, error) {
+func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backends.ServiceState, error) {
 	st := backends.ServiceState{Query: AgreementQuery}
 	zxids, errs := backends.Settle(ctx, nodes, 2*time.Second, func(ctx context.Context, n string) (uint64, error) {
 		out, err := srvr(ctx, c, n)

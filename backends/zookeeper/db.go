@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/fencecheck/fencecheck/backends"
-	"github.com/fencecheck/fencecheck/compose/engine"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // Ports ZooKeeper listens on in its nodes.
@@ -140,7 +140,7 @@ type DB struct {
 	granted string // what the servers granted a probe session, for Info
 }
 
-func (d *DB) Setup(ctx context.Context, c *engine.Cluster, nodes []string) error {
+func (d *DB) Setup(ctx context.Context, c nodes.Nodes, nodes []string) error {
 	d.timing = TimingFor(d.TTL)
 	d.nodes = nodes
 	ips, err := backends.NodeIPs(c, nodes)
@@ -260,11 +260,11 @@ func (d *DB) Endpoints() []string {
 
 // Start runs the server in node with the data it has: the nemesis restarts
 // a killed server this way.
-func (d *DB) Start(ctx context.Context, c *engine.Cluster, node string) error {
-	return backends.StartDaemon(ctx, c, node, daemon, Command(), engine.ExecOptions{})
+func (d *DB) Start(ctx context.Context, c nodes.Nodes, node string) error {
+	return backends.StartDaemon(ctx, c, node, daemon, Command(), nodes.ExecOptions{})
 }
 
-func (d *DB) Kill(ctx context.Context, c *engine.Cluster, node string) error {
+func (d *DB) Kill(ctx context.Context, c nodes.Nodes, node string) error {
 	return backends.KillDaemon(ctx, c, node, daemon)
 }
 
@@ -276,7 +276,7 @@ func srvrProbe(re string) []string {
 }
 
 // srvr is the local server's answer to the srvr four-letter word.
-func srvr(ctx context.Context, c *engine.Cluster, node string) (string, error) {
+func srvr(ctx context.Context, c nodes.Nodes, node string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	res, err := c.Exec(ctx, node, []string{"timeout", "4", "bash", "-c",
@@ -299,7 +299,7 @@ const VersionQuery = "the srvr four-letter word on each server's client port (it
 // is kept verbatim — Debian's build answers "3.8.0-${mvngit.commit.id},
 // built on …", its build never having filled the placeholder in — and
 // the version is the release at its start.
-func (d *DB) AskVersion(ctx context.Context, c *engine.Cluster, node string) (backends.ServerVersion, error) {
+func (d *DB) AskVersion(ctx context.Context, c nodes.Nodes, node string) (backends.ServerVersion, error) {
 	out, err := srvr(ctx, c, node)
 	if err != nil {
 		return backends.ServerVersion{}, err
@@ -325,7 +325,7 @@ var versionLine = regexp.MustCompile(`(?m)^Zookeeper version: (.*)$`)
 // Primary asks every server, from inside its node, whether it leads. A
 // leader cut off from its quorum stops serving within syncLimit ticks and
 // answers srvr with "not currently serving requests".
-func (d *DB) Primary(ctx context.Context, c *engine.Cluster) (string, error) {
+func (d *DB) Primary(ctx context.Context, c nodes.Nodes) (string, error) {
 	var errs []string
 	for _, n := range d.nodes {
 		out, err := srvr(ctx, c, n)

@@ -189,7 +189,7 @@ func newClusterCmd() *cobra.Command {
 				if err != nil {
 					return failed(err)
 				}
-				for _, n := range c.Nodes {
+				for _, n := range c.Containers {
 					fmt.Fprintf(cmd.OutOrStdout(), "%-8s %-8s %-16s %s\n", n.Name, n.Role, n.IP, engine.ContainerName(id, n.Name))
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "remove with: check cluster down --id %s\n", id)

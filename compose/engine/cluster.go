@@ -13,13 +13,17 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
+
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
-// Cluster is the running containers of one test.
+// Cluster is the running containers of one test: the Docker driver of
+// nodes.Nodes, and what only the Docker driver does besides (Up, Attach,
+// Rewarm, the server image, the power layer's container).
 type Cluster struct {
-	TestID  string
-	Network string  // the network's name, fc-<test id>
-	Nodes   []*Node // n1..nN, storage, c1..cM
+	TestID     string
+	Network    string       // the network's name, fc-<test id>
+	Containers []*Container // n1..nN, storage, c1..cM
 
 	cli       *client.Client
 	privMu    sync.Mutex // privilegedExecWorks
@@ -108,8 +112,14 @@ func (c *Cluster) pausing(node string, pause func() error) error {
 	return pause()
 }
 
-// Node is one container of a cluster.
-type Node struct {
+var (
+	_ nodes.Nodes        = (*Cluster)(nil)
+	_ nodes.ImageServers = (*Cluster)(nil)
+	_ nodes.FSLayerer    = (*Cluster)(nil)
+)
+
+// Container is one node of a cluster as Docker knows it.
+type Container struct {
 	Name        string // n1, storage, c1: also its hostname and DNS name
 	ContainerID string
 	IP          string // on the cluster's network
@@ -161,11 +171,11 @@ func Up(ctx context.Context, cli *client.Client, spec Spec) (*Cluster, error) {
 	}
 	created.netID = resp.ID
 
-	c.Nodes, err = createNodes(ctx, cli, configs, created)
+	c.Containers, err = createNodes(ctx, cli, configs, created)
 	if err != nil {
 		return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
 	}
-	for _, n := range c.Nodes {
+	for _, n := range c.Containers {
 		if err := c.waitRunning(ctx, n); err != nil {
 			return nil, fmt.Errorf("test %s: %w", spec.TestID, err)
 		}
@@ -231,8 +241,8 @@ func (u *upCreated) remove(ctx context.Context, cli *client.Client, testID strin
 
 // createNodes creates and starts a container per config, four at a time,
 // recording every id in created as soon as there is one.
-func createNodes(ctx context.Context, cli *client.Client, configs []ContainerConfig, created *upCreated) ([]*Node, error) {
-	nodes := make([]*Node, len(configs))
+func createNodes(ctx context.Context, cli *client.Client, configs []ContainerConfig, created *upCreated) ([]*Container, error) {
+	made := make([]*Container, len(configs))
 	errs := make([]error, len(configs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 4) // the daemon serialises much of this anyway
@@ -252,11 +262,11 @@ func createNodes(ctx context.Context, cli *client.Client, configs []ContainerCon
 				errs[i] = err
 				return
 			}
-			nodes[i] = &Node{Name: cfg.Node, ContainerID: id, Role: cfg.Role}
+			made[i] = &Container{Name: cfg.Node, ContainerID: id, Role: cfg.Role}
 		}()
 	}
 	wg.Wait()
-	return nodes, errors.Join(errs...)
+	return made, errors.Join(errs...)
 }
 
 // createNode creates and starts one container. It returns the container's
@@ -280,7 +290,7 @@ func createNode(ctx context.Context, cli *client.Client, cfg ContainerConfig) (s
 
 // waitRunning waits until the node's container runs and has its address on
 // the cluster network, and records the address.
-func (c *Cluster) waitRunning(ctx context.Context, n *Node) error {
+func (c *Cluster) waitRunning(ctx context.Context, n *Container) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		info, err := c.cli.ContainerInspect(ctx, n.ContainerID)
@@ -358,9 +368,31 @@ func ImageExists(ctx context.Context, cli *client.Client, ref string) (bool, err
 	}
 }
 
+// ID is the test's id, the label every container of it carries.
+func (c *Cluster) ID() string { return c.TestID }
+
 // Node returns the node with the given name.
-func (c *Cluster) Node(name string) (*Node, error) {
-	for _, n := range c.Nodes {
+func (c *Cluster) Node(name string) (nodes.Node, error) {
+	n, err := c.container(name)
+	if err != nil {
+		return nodes.Node{}, err
+	}
+	return n.node(), nil
+}
+
+// All lists the nodes: servers, then storage, then clients, as Up and
+// Attach order them.
+func (c *Cluster) All() []nodes.Node {
+	all := make([]nodes.Node, 0, len(c.Containers))
+	for _, n := range c.Containers {
+		all = append(all, n.node())
+	}
+	return all
+}
+
+// container is the node's container record.
+func (c *Cluster) container(name string) (*Container, error) {
+	for _, n := range c.Containers {
 		if n.Name == name {
 			return n, nil
 		}
@@ -368,11 +400,13 @@ func (c *Cluster) Node(name string) (*Node, error) {
 	return nil, fmt.Errorf("test %s has no node %q", c.TestID, name)
 }
 
+func (n *Container) node() nodes.Node { return nodes.Node{Name: n.Name, IP: n.IP, Role: n.Role} }
+
 // Down removes the cluster's containers (paused ones too), its network and
 // any volume labelled with its test id. It is idempotent.
 func (c *Cluster) Down(ctx context.Context) error {
 	var ids []string
-	for _, n := range c.Nodes {
+	for _, n := range c.Containers {
 		if n != nil {
 			ids = append(ids, n.ContainerID)
 		}
@@ -438,20 +472,20 @@ func Attach(ctx context.Context, cli *client.Client, testID string) (*Cluster, e
 			c.serverImage = s.Image
 			continue
 		}
-		n := &Node{Name: s.Labels[LabelNode], ContainerID: s.ID, Role: s.Labels[LabelRole]}
+		n := &Container{Name: s.Labels[LabelNode], ContainerID: s.ID, Role: s.Labels[LabelRole]}
 		if s.NetworkSettings != nil {
 			if ep := s.NetworkSettings.Networks[c.Network]; ep != nil {
 				n.IP = ep.IPAddress
 			}
 		}
-		c.Nodes = append(c.Nodes, n)
+		c.Containers = append(c.Containers, n)
 	}
-	for _, n := range c.Nodes {
+	for _, n := range c.Containers {
 		n.ServerContainer = servers[n.Name]
 	}
 	rank := map[string]int{RoleServer: 0, RoleStorage: 1, RoleClient: 2}
-	sort.Slice(c.Nodes, func(i, j int) bool {
-		a, b := c.Nodes[i], c.Nodes[j]
+	sort.Slice(c.Containers, func(i, j int) bool {
+		a, b := c.Containers[i], c.Containers[j]
 		if rank[a.Role] != rank[b.Role] {
 			return rank[a.Role] < rank[b.Role]
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/network"
 
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/history"
 )
 
@@ -19,15 +20,15 @@ const (
 	LabelRole       = "fencecheck.role" // containers: server, storage or client
 )
 
-// Node roles.
+// Node roles, nodes'.
 const (
-	RoleServer  = "server"
-	RoleStorage = "storage"
-	RoleClient  = "client"
+	RoleServer  = nodes.RoleServer
+	RoleStorage = nodes.RoleStorage
+	RoleClient  = nodes.RoleClient
 )
 
-// StorageNode is the name of the storage node.
-const StorageNode = "storage"
+// StorageNode is the name of the storage node, nodes'.
+const StorageNode = nodes.StorageNode
 
 // Spec describes the cluster of one test.
 type Spec struct {
@@ -51,8 +52,9 @@ type Spec struct {
 	ServerImage string
 }
 
-// BinaryPath is where Spec.Binary lands inside every node.
-const BinaryPath = "/usr/local/bin/check"
+// BinaryPath is where Spec.Binary lands inside every node: where every
+// driver puts it (nodes.BinaryPath).
+const BinaryPath = nodes.BinaryPath
 
 // Program is one more binary for the nodes (Spec.Programs): its bytes, and
 // where it lands in every node.
@@ -64,7 +66,7 @@ type Program struct {
 
 // ProgramPath is where a program named name lands in the nodes: beside
 // the check binary, on PATH.
-func ProgramPath(name string) string { return path.Join(path.Dir(BinaryPath), name) }
+func ProgramPath(name string) string { return nodes.ProgramPath(name) }
 
 // ContainerConfig is everything Up passes to ContainerCreate for one node.
 type ContainerConfig struct {

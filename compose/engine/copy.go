@@ -22,7 +22,7 @@ import (
 // CopyTo writes content to dstPath (absolute) in the node with the given
 // mode, owned by root. The directory must exist. It works on paused nodes.
 func (c *Cluster) CopyTo(ctx context.Context, node, dstPath string, content []byte, mode int64) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}
@@ -43,10 +43,9 @@ func (c *Cluster) CopyTo(ctx context.Context, node, dstPath string, content []by
 	return nil
 }
 
-// EngineArch is the architecture of the Docker engine that runs the
-// cluster (amd64, arm64): what a binary copied into a node must be built
-// for.
-func (c *Cluster) EngineArch(ctx context.Context) (string, error) {
+// Arch is the architecture of the Docker engine that runs the cluster
+// (amd64, arm64): what a binary copied into a node must be built for.
+func (c *Cluster) Arch(ctx context.Context) (string, error) {
 	ver, err := c.cli.ServerVersion(ctx)
 	if err != nil {
 		return "", DaemonError(c.cli.DaemonHost(), err)
@@ -57,7 +56,7 @@ func (c *Cluster) EngineArch(ctx context.Context) (string, error) {
 // CopyFrom reads the regular file at srcPath in the node. A missing file
 // gives an error for which errors.Is(err, fs.ErrNotExist) holds.
 func (c *Cluster) CopyFrom(ctx context.Context, node, srcPath string) ([]byte, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +83,7 @@ func (c *Cluster) CopyFrom(ctx context.Context, node, srcPath string) ([]byte, e
 // interleaved as they were demultiplexed). The servers, started by exec,
 // write their own logs to files: see CollectLogs.
 func (c *Cluster) Logs(ctx context.Context, node string) ([]byte, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +113,7 @@ func (c *Cluster) CollectLogs(ctx context.Context, dir string, paths map[string]
 // the daemon does not answer about: asking again would only wait as long).
 func (c *Cluster) CollectLogsExcept(ctx context.Context, dir string, paths map[string][]string, skip map[string]bool) error {
 	var errs []error
-	for _, n := range c.Nodes {
+	for _, n := range c.Containers {
 		if skip[n.Name] {
 			continue
 		}
@@ -150,7 +149,7 @@ func (c *Cluster) CollectLogsExcept(ctx context.Context, dir string, paths map[s
 
 // copyTree copies the file or directory srcPath of the node into
 // dst/<srcPath>. Only regular files and directories are written.
-func (c *Cluster) copyTree(ctx context.Context, n *Node, srcPath, dst string) error {
+func (c *Cluster) copyTree(ctx context.Context, n *Container, srcPath, dst string) error {
 	if !path.IsAbs(srcPath) {
 		return fmt.Errorf("collect from %s: %q is not an absolute path", n.Name, srcPath)
 	}

@@ -68,7 +68,7 @@ func TestDockerCluster(t *testing.T) {
 
 	var names []string
 	ips := map[string]string{}
-	for _, n := range c.Nodes {
+	for _, n := range c.Containers {
 		names = append(names, n.Name+"/"+n.Role)
 		if n.IP == "" || n.ContainerID == "" {
 			t.Errorf("node %s has IP %q, container %q", n.Name, n.IP, n.ContainerID)
@@ -87,7 +87,7 @@ func TestDockerCluster(t *testing.T) {
 		if !nw.Internal || nw.Labels[engine.LabelTest] != id || nw.Labels[engine.LabelFencecheck] != "1" {
 			t.Errorf("network %s: internal %v, labels %v", c.Network, nw.Internal, nw.Labels)
 		}
-		info, err := cli.ContainerInspect(ctx, c.Nodes[0].ContainerID)
+		info, err := cli.ContainerInspect(ctx, c.Containers[0].ContainerID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -295,7 +295,7 @@ func TestDockerCluster(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(dir, "n1", "etc", "hostname")); err != nil || string(b) != "n1\n" {
 			t.Errorf("n1 hostname: %q %v", b, err)
 		}
-		for _, n := range c.Nodes {
+		for _, n := range c.Containers {
 			if _, err := os.Stat(filepath.Join(dir, n.Name, "container.log")); err != nil {
 				t.Error(err)
 			}
@@ -310,9 +310,9 @@ func TestDockerCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, n := range a.Nodes {
-			if *n != *c.Nodes[i] {
-				t.Errorf("Attach node %d = %+v, want %+v", i, *n, *c.Nodes[i])
+		for i, n := range a.Containers {
+			if *n != *c.Containers[i] {
+				t.Errorf("Attach node %d = %+v, want %+v", i, *n, *c.Containers[i])
 			}
 		}
 		left, err := engine.List(ctx, cli, id)
@@ -329,7 +329,7 @@ func TestDockerCluster(t *testing.T) {
 	})
 
 	// A paused node must not keep Down from removing it.
-	if err := cli.ContainerPause(ctx, c.Nodes[1].ContainerID); err != nil {
+	if err := cli.ContainerPause(ctx, c.Containers[1].ContainerID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Exec(ctx, "n2", []string{"true"}); err == nil {
@@ -409,7 +409,7 @@ func TestDockerAgentImageCarriesPrograms(t *testing.T) {
 			t.Errorf("%s in c1: %+v, %v; want %q", cmd, res, err, want)
 		}
 	}
-	info, err := cli.ContainerInspect(ctx, c.Nodes[0].ContainerID)
+	info, err := cli.ContainerInspect(ctx, c.Containers[0].ContainerID)
 	if err != nil {
 		t.Fatal(err)
 	}

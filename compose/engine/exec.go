@@ -12,24 +12,16 @@ import (
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
-// ExecResult is what a finished command printed and how it ended.
-type ExecResult struct {
-	Stdout   string
-	Stderr   string
-	ExitCode int
-}
-
-// ExecOptions tune a command run in a node. The zero value runs it as root
-// in / with the image's environment.
-type ExecOptions struct {
-	User       string    // "postgres", "1000:1000"; "" for root
-	Env        []string  // KEY=VALUE, added to the image's environment
-	WorkDir    string    // "" for /
-	Privileged bool      // every capability, where the engine can grant it (see ExecPrivileged)
-	Stdin      io.Reader // Exec and ExecWith only: fed to the command, then closed
-}
+// ExecResult and ExecOptions are nodes'; the names stay here so the
+// Docker driver's own code reads as before.
+type (
+	ExecResult  = nodes.ExecResult
+	ExecOptions = nodes.ExecOptions
+)
 
 // Exec runs cmd in the node and waits for it. A command that fails is no
 // error: its exit code is in the result. Errors are Docker's (the node is
@@ -85,7 +77,7 @@ func (c *Cluster) ExecWith(ctx context.Context, node string, cmd []string, opts 
 // id, for servers that run until killed. Redirect its output to a file
 // (sh -c '... >>/var/log/x.log 2>&1'): a detached exec's output is lost.
 func (c *Cluster) ExecDetached(ctx context.Context, node string, cmd []string, opts ExecOptions) (string, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return "", err
 	}
@@ -178,7 +170,7 @@ func execOptions(cmd []string, opts ExecOptions, attach bool) container.ExecOpti
 }
 
 func (c *Cluster) execAttach(ctx context.Context, node string, cmd []string, opts ExecOptions, stdin bool) (string, types.HijackedResponse, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return "", types.HijackedResponse{}, err
 	}
@@ -222,16 +214,11 @@ func (c *Cluster) execExitCode(ctx context.Context, id string) (int, error) {
 	}
 }
 
-// Stream is a command running in a node with its standard streams open.
-// Stdout and Stderr buffer without bound, so a caller may read only one of
-// them; closing Stdin ends the command's input. Close drops the connection
-// but, Docker having no way to kill an exec, not the command itself.
-type Stream struct {
-	ExecID string
-	Stdin  io.WriteCloser
-	Stdout io.Reader
-	Stderr io.Reader
-
+// stream is a command running in a node with its standard streams open,
+// behind a nodes.Stream. Close drops the connection but, Docker having no
+// way to kill an exec, not the command itself.
+type stream struct {
+	execID string
 	c      *Cluster
 	ctx    context.Context
 	resp   types.HijackedResponse
@@ -242,23 +229,20 @@ type Stream struct {
 }
 
 // ExecStream starts cmd in the node with stdin, stdout and stderr attached.
-func (c *Cluster) ExecStream(ctx context.Context, node string, cmd []string) (*Stream, error) {
+func (c *Cluster) ExecStream(ctx context.Context, node string, cmd []string) (*nodes.Stream, error) {
 	return c.ExecStreamWith(ctx, node, cmd, ExecOptions{})
 }
 
 // ExecStreamWith is ExecStream with options (Stdin in opts is ignored).
-func (c *Cluster) ExecStreamWith(ctx context.Context, node string, cmd []string, opts ExecOptions) (*Stream, error) {
+func (c *Cluster) ExecStreamWith(ctx context.Context, node string, cmd []string, opts ExecOptions) (*nodes.Stream, error) {
 	opts.Privileged = opts.Privileged && c.privilegedExecWorks(ctx, node)
 	id, resp, err := c.execAttach(ctx, node, cmd, opts, true)
 	if err != nil {
 		return nil, err
 	}
 	stdout, stderr := newBufPipe(), newBufPipe()
-	s := &Stream{
-		ExecID: id,
-		Stdin:  stdinWriter{resp},
-		Stdout: stdout,
-		Stderr: stderr,
+	s := &stream{
+		execID: id,
 		c:      c,
 		ctx:    ctx,
 		resp:   resp,
@@ -275,11 +259,17 @@ func (c *Cluster) ExecStreamWith(ctx context.Context, node string, cmd []string,
 		stderr.closeWithError(err)
 		close(s.done)
 	}()
-	return s, nil
+	return &nodes.Stream{
+		Stdin:     stdinWriter{resp},
+		Stdout:    stdout,
+		Stderr:    stderr,
+		WaitFunc:  s.wait,
+		CloseFunc: s.close,
+	}, nil
 }
 
-// Wait waits for the command's output to end and returns its exit code.
-func (s *Stream) Wait() (int, error) {
+// wait waits for the command's output to end and returns its exit code.
+func (s *stream) wait() (int, error) {
 	<-s.done
 	if s.ctx.Err() != nil {
 		return -1, s.ctx.Err()
@@ -287,17 +277,17 @@ func (s *Stream) Wait() (int, error) {
 	if s.err != nil {
 		return -1, s.err
 	}
-	return s.c.execExitCode(s.ctx, s.ExecID)
+	return s.c.execExitCode(s.ctx, s.execID)
 }
 
-// Close drops the connection to the command; its readers then see EOF.
-func (s *Stream) Close() error {
+// close drops the connection to the command; its readers then see EOF.
+func (s *stream) close() error {
 	s.stop()
 	s.closeConn()
 	return nil
 }
 
-func (s *Stream) closeConn() { s.closed.Do(s.resp.Close) }
+func (s *stream) closeConn() { s.closed.Do(s.resp.Close) }
 
 type stdinWriter struct{ resp types.HijackedResponse }
 

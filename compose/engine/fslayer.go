@@ -74,7 +74,7 @@ func FSLayerConfig(testID, node, nodeContainerID, image string, cmd []string) (*
 // the layer serves, is then polled until timeout, and a layer that does
 // not come up is an error carrying its output.
 func (c *Cluster) StartFSLayer(ctx context.Context, node string, cmd, ready []string, timeout time.Duration) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func TestUnansweredUnpauseSaysWhatDidNotAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer cli.Close()
-			cl := &Cluster{TestID: "t", cli: cli, Nodes: []*Node{{Name: "c1", ContainerID: "0123456789ab"}}}
+			cl := &Cluster{TestID: "t", cli: cli, Containers: []*Container{{Name: "c1", ContainerID: "0123456789ab"}}}
 			ctx, cancel := context.WithTimeout(context.Background(), c.ctxWait)
 			defer cancel()
 			start := time.Now()

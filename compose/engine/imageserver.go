@@ -10,6 +10,8 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/fencecheck/fencecheck/compose/nodes"
 )
 
 // A server node whose lock server runs from the user's image
@@ -47,13 +49,13 @@ func ImageServerName(testID, node string) string { return ContainerName(testID, 
 // when they run in the node containers.
 func (c *Cluster) ServerImage() string { return c.serverImage }
 
-// ImageServer is how a backend runs its server from the user's image:
-// the environment the image's entrypoint reads, and the command when the
-// image's own CMD must be replaced (nil keeps it).
-type ImageServer struct {
-	Env []string
-	Cmd []string
-}
+// ImageServer is how a backend runs its server from the user's image
+// (nodes').
+type ImageServer = nodes.ImageServer
+
+// ImageServerName is what the engine calls node's image-run server, for
+// error messages (nodes.ImageServers).
+func (c *Cluster) ImageServerName(node string) string { return ImageServerName(c.TestID, node) }
 
 // StartImageServer runs node's lock server from the cluster's server
 // image: the first time it creates the server container in node's
@@ -61,7 +63,7 @@ type ImageServer struct {
 // (same configuration, data on its disk). It returns once the container
 // runs; the backend waits for the server to answer.
 func (c *Cluster) StartImageServer(ctx context.Context, node string, s ImageServer) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}
@@ -97,7 +99,7 @@ func (c *Cluster) StartImageServer(ctx context.Context, node string, s ImageServ
 // waits until the engine says it has stopped, so a start that follows
 // finds it stopped. A server that is not running is left as it is.
 func (c *Cluster) KillImageServer(ctx context.Context, node string) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}
@@ -126,7 +128,7 @@ func (c *Cluster) KillImageServer(ctx context.Context, node string) error {
 // ImageServerLogs is the output of node's image-run server (nil when it
 // has none).
 func (c *Cluster) ImageServerLogs(ctx context.Context, node string, tail string) ([]byte, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil || n.ServerContainer == "" {
 		return nil, err
 	}
@@ -146,7 +148,7 @@ func (c *Cluster) ImageServerLogs(ctx context.Context, node string, tail string)
 // (running, exited, paused...) and its exit code, for errors that must
 // say why a server does not answer.
 func (c *Cluster) ImageServerState(ctx context.Context, node string) string {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil || n.ServerContainer == "" {
 		return "not created"
 	}

@@ -14,7 +14,7 @@ import (
 // peers see timeouts, not refusals. A pause waits for the execs being
 // started in the node to be running (see HoldOffPause).
 func (c *Cluster) Pause(ctx context.Context, node string) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func settleUnpaused(ctx context.Context, r settleRules, paused func() (bool, err
 }
 
 func (c *Cluster) unpauseOnce(ctx context.Context, node string) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}
@@ -143,7 +143,7 @@ func (c *Cluster) unpauseOnce(ctx context.Context, node string) error {
 // partlyPaused reports whether the node's container, or the server
 // container in its namespace, is frozen now.
 func (c *Cluster) partlyPaused(ctx context.Context, node string) (bool, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return false, err
 	}
@@ -160,7 +160,7 @@ func (c *Cluster) partlyPaused(ctx context.Context, node string) (bool, error) {
 
 // Paused reports whether the node is frozen now.
 func (c *Cluster) Paused(ctx context.Context, node string) (bool, error) {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return false, err
 	}

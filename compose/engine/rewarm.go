@@ -18,7 +18,7 @@ import (
 // node is gone or something survives; the caller then starts a fresh
 // cluster. It must never be used on a cluster a run is still using.
 func (c *Cluster) Rewarm(ctx context.Context, dirs []string) error {
-	for _, n := range c.Nodes {
+	for _, n := range c.Containers {
 		if err := c.waitRunning(ctx, n); err != nil {
 			return fmt.Errorf("%s is not running: %w", n.Name, err)
 		}
@@ -32,15 +32,15 @@ func (c *Cluster) Rewarm(ctx context.Context, dirs []string) error {
 			}
 		}
 	}
-	errs := make([]error, len(c.Nodes))
+	errs := make([]error, len(c.Containers))
 	done := make(chan struct{})
-	for i, n := range c.Nodes {
+	for i, n := range c.Containers {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			errs[i] = c.rewarmNode(ctx, n.Name, dirs)
 		}()
 	}
-	for range c.Nodes {
+	for range c.Containers {
 		<-done
 	}
 	for _, err := range errs {

@@ -18,7 +18,9 @@ package nodes
 
 import (
 	"context"
+	"errors"
 	"io"
+	"path"
 	"time"
 )
 
@@ -29,6 +31,18 @@ const (
 	RoleStorage = "storage"
 	RoleClient  = "client"
 )
+
+// StorageNode is the name of the storage node, in every history and log.
+const StorageNode = "storage"
+
+// BinaryPath is where every driver puts the check binary on every machine
+// of a test: the agents, the probes, the delayer and the power layer all
+// run from it.
+const BinaryPath = "/usr/local/bin/check"
+
+// ProgramPath is where a backend's own program named name lands on the
+// machines: beside the check binary, on PATH.
+func ProgramPath(name string) string { return path.Join(path.Dir(BinaryPath), name) }
 
 // Node is one machine of a test as its users see it.
 type Node struct {
@@ -136,8 +150,59 @@ type Nodes interface {
 	Down(ctx context.Context) error
 }
 
+// ImageServer is how a backend runs its server from the user's image
+// (--server-image): the environment the image's entrypoint reads, and the
+// command when the image's own CMD must be replaced (nil keeps it).
+type ImageServer struct {
+	Env []string
+	Cmd []string
+}
+
+// ImageServers is a driver that can run a server node's lock server from
+// an image of the user's, in a container of its own beside the node
+// (--server-image; compose/engine's imageserver.go). Only containers can.
+type ImageServers interface {
+	// ServerImage is the image the servers run from, "" when they run on
+	// the nodes themselves.
+	ServerImage() string
+	// StartImageServer starts node's server from the image (again, after
+	// a kill, with its data); KillImageServer SIGKILLs it and returns
+	// once it has stopped.
+	StartImageServer(ctx context.Context, node string, s ImageServer) error
+	KillImageServer(ctx context.Context, node string) error
+	// ImageServerLogs is the server's output, its last tail lines ("all"
+	// for every line); ImageServerState the driver's word for how it is
+	// (running, exited with code 1...), and ImageServerName what the
+	// driver calls it, for error messages.
+	ImageServerLogs(ctx context.Context, node string, tail string) ([]byte, error)
+	ImageServerState(ctx context.Context, node string) string
+	ImageServerName(node string) string
+}
+
+// ServerImage is the image n's servers run from: "" when they run from
+// none, as always on a driver that cannot (only Docker's can).
+func ServerImage(n Nodes) string {
+	if is, ok := n.(ImageServers); ok {
+		return is.ServerImage()
+	}
+	return ""
+}
+
+// ImageServersOf is n as ImageServers, or an error saying that its driver
+// cannot run servers from an image.
+func ImageServersOf(n Nodes) (ImageServers, error) {
+	if is, ok := n.(ImageServers); ok {
+		return is, nil
+	}
+	return nil, errors.New("--server-image needs Docker nodes: this driver cannot run a server from an image")
+}
+
 // FSLayerer is a driver that can start the power layer (nemesis/lossyfs)
-// over a node's data directory and keep it running beside the node.
+// over a node's data directory and keep it running beside the node, out
+// of reach of the node's freezer. StartFSLayer runs cmd in the node's
+// mount namespace, then polls ready (a command in the node that exits 0
+// once the layer serves) until timeout; a layer that does not come up is
+// an error carrying its output.
 type FSLayerer interface {
 	StartFSLayer(ctx context.Context, node string, cmd, ready []string, timeout time.Duration) error
 }
