@@ -14,6 +14,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/compose/images"
+	"github.com/fencecheck/fencecheck/compose/nodes"
 	"github.com/fencecheck/fencecheck/history"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/internal/words"
@@ -136,8 +137,8 @@ func (s systemSetup) endpointsImages(ctx context.Context, cli *client.Client, bu
 func (s *endpointsSystem) start(ctx context.Context, id string) error {
 	t := s.t
 	cfg := &t.cfg
-	for _, n := range s.cluster.Nodes {
-		if n.Role == engine.RoleClient {
+	for _, n := range s.cluster.All() {
+		if n.Role == nodes.RoleClient {
 			if err := s.cluster.JoinNetwork(ctx, n.Name, s.network); err != nil {
 				return err
 			}
@@ -291,7 +292,7 @@ func (s *endpointsSystem) Close(ctx context.Context) error {
 	var errs []error
 	stuck := map[string]bool{}
 	paths := map[string][]string{}
-	for _, n := range s.cluster.Nodes {
+	for _, n := range s.cluster.All() {
 		if err := s.cluster.Unpause(ctx, n.Name); err != nil {
 			stuck[n.Name] = true
 			errs = append(errs, fmt.Errorf("could not resume %s: %w", n.Name, err))

@@ -19,7 +19,7 @@ const DefaultBridge = "bridge"
 // container is left on the other network until it is removed, which
 // disconnects it. Nothing is created, and the network is never changed.
 func (c *Cluster) JoinNetwork(ctx context.Context, node, netName string) error {
-	n, err := c.Node(node)
+	n, err := c.container(node)
 	if err != nil {
 		return err
 	}
