@@ -98,7 +98,7 @@ func (s systemSetup) openEndpoints(ctx context.Context) (System, error) {
 		return nil, err
 	}
 	es := &endpointsSystem{by: by, network: network,
-		dockerSystem: &dockerSystem{t: t, cluster: cl, image: image, clientImage: clientImage, logf: s.logf, dir: s.dir, st: st}}
+		dockerSystem: &dockerSystem{t: t, nodes: cl, cluster: cl, image: image, clientImage: clientImage, logf: s.logf, dir: s.dir, st: st}}
 	s.logf("cluster %s: storage and %s (image %s); the lock service is yours: %s, reached on network %s",
 		id, words.Plural(cfg.Clients, "client"), image, strings.Join(cfg.Endpoints, ", "), network)
 	st.phase("servers")
