@@ -48,6 +48,9 @@ type CrashSpan struct {
 	End   int64 `json:"end"`
 	// GrantsAfter counts the grants after the crash and before the next.
 	GrantsAfter int `json:"grants_after"`
+	// went is when a power cut's power went (0: not a power cut, or not
+	// known): what it could lose was acknowledged before then.
+	went int64
 }
 
 // Crashes are a run's crashes and the grants after them.
@@ -62,14 +65,31 @@ type Crashes struct {
 }
 
 // CountCrashes counts the crashes of a run from its ops and fault
-// intervals; nil when the history holds no crash.
-func CountCrashes(ops []history.Op, faults []history.Fault) *Crashes {
+// intervals, with the power faults' drops as the faults reported them
+// (nil: not recorded); nil when the history holds no crash.
+//
+// A power cut's recorded start can come up to a second before its power
+// went (a one-instant cut records its start first): a grant acknowledged
+// in between was acknowledged before the crash, and the crash could lose
+// it, so a power cut's grants before are counted up to when its power
+// went (Drop.Went), as its post-cut grants are (postcut.go). Without it,
+// CI's etcd power-loss-all run whose first grant came back between the
+// two was unknown, with 3 post-cut grants beside it.
+func CountCrashes(ops []history.Op, faults []history.Fault, drops []Drop) *Crashes {
 	c := &Crashes{}
+	went := map[int]int64{} // by index in c.Spans
+	next := map[string]int{}
 	for _, f := range faults {
 		if !Crash(f.F) || (f.Start == f.End && f.Error != "") {
 			continue // not a crash, or one that found nothing or failed
 		}
-		c.Spans = append(c.Spans, CrashSpan{Fault: f.F, Nodes: f.Nodes, Start: f.Start, End: f.End})
+		if PowerFault(f.F) {
+			if d, ok := nthDrop(drops, f.F, next[f.F]); ok && d.Went > f.Start {
+				went[len(c.Spans)] = d.Went
+			}
+			next[f.F]++
+		}
+		c.Spans = append(c.Spans, CrashSpan{Fault: f.F, Nodes: f.Nodes, Start: f.Start, End: f.End, went: went[len(c.Spans)]})
 	}
 	if len(c.Spans) == 0 {
 		return nil
@@ -89,7 +109,7 @@ func CountCrashes(ops []history.Op, faults []history.Fault) *Crashes {
 			if o.F != history.Acquire || o.Type != history.OK || o.Call <= s.End || o.Call >= next {
 				continue
 			}
-			if grantedBefore(ops, o.Key, s.Start) {
+			if grantedBefore(ops, o.Key, max(s.Start, s.went)) {
 				s.GrantsAfter++
 			}
 		}

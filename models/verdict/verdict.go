@@ -88,7 +88,7 @@ func Settle(r Run) models.Result {
 		res = res.WithPowerCuts(models.CountPowerCuts(r.Ops, r.Facts.Faults, r.Facts.Nemesis, r.Drops))
 		// So is a run with crashes: granted after at least one of them
 		// (models.Crashes).
-		res = res.WithCrashes(models.CountCrashes(r.Ops, r.Facts.Faults), r.Facts.GrantAfterEachCrash)
+		res = res.WithCrashes(models.CountCrashes(r.Ops, r.Facts.Faults, r.Drops), r.Facts.GrantAfterEachCrash)
 	}
 	if r.Stopped != nil && res.Verdict != models.Invalid {
 		res.Verdict, res.Explanation = models.Unknown, r.Stopped.Error()
