@@ -26,10 +26,22 @@ const AgreementQuery = "each member's revision (maintenance Status), then HashKV
 // that reached the least. Every question goes through etcd's JSON gateway
 // from inside the node, as Primary's do.
 func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backends.ServiceState, error) {
-	st := backends.ServiceState{Query: AgreementQuery}
-	revs, errs := backends.Settle(ctx, nodes, 4*time.Second, func(ctx context.Context, n string) (int64, error) {
-		return memberRevision(ctx, c, n)
-	}, func(revs []int64, errs []error) bool {
+	return agreeAtLowestRevision(ctx, AgreementQuery, nodes,
+		func(ctx context.Context, n string) (int64, error) { return memberRevision(ctx, c, n) },
+		func(ctx context.Context, n string, rev int64) (string, error) { return memberHash(ctx, c, n, rev) }), nil
+}
+
+// agreeAtLowestRevision is the question both ways of reaching etcd ask
+// (its servers through their nodes, the user's by address): each
+// member's revision until they agree (a follower catching up) or ctx
+// nears its end, then each member's state, hash, at the lowest revision
+// any of them reached. The token counter is that revision, on the member
+// that reached it: a lock key's create revision is the token.
+func agreeAtLowestRevision(ctx context.Context, query string, members []string,
+	revision func(ctx context.Context, member string) (int64, error),
+	hash func(ctx context.Context, member string, rev int64) (string, error)) backends.ServiceState {
+	st := backends.ServiceState{Query: query}
+	revs, errs := backends.Settle(ctx, members, 4*time.Second, revision, func(revs []int64, errs []error) bool {
 		for i := range revs {
 			if errs[i] != nil || revs[i] != revs[0] {
 				return false
@@ -37,28 +49,20 @@ func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backe
 		}
 		return true
 	})
-	low, lowNode := int64(-1), ""
-	for i, n := range nodes {
+	low, lowMember := int64(-1), ""
+	for i, m := range members {
 		if errs[i] == nil && (low < 0 || revs[i] < low) {
-			low, lowNode = revs[i], n
+			low, lowMember = revs[i], m
 		}
 	}
-	if low < 0 {
-		for i, n := range nodes {
-			st.Members = append(st.Members, backends.MemberState{Node: n, Error: errs[i].Error()})
-		}
-		return st, nil
+	if low >= 0 {
+		st.Counters = []backends.Counter{{What: "the store's revision", Value: uint64(low), Node: lowMember}}
 	}
-	st.Counters = []backends.Counter{{What: "the store's revision", Value: uint64(low), Node: lowNode}}
-	for i, n := range nodes {
+	for i, n := range members {
 		m := backends.MemberState{Node: n}
 		if errs[i] != nil {
 			m.Error = errs[i].Error()
-			st.Members = append(st.Members, m)
-			continue
-		}
-		state, err := memberHash(ctx, c, n, low)
-		if err != nil {
+		} else if state, err := hash(ctx, n, low); err != nil {
 			m.Error = err.Error()
 		} else {
 			m.State = state
@@ -66,7 +70,7 @@ func (d *DB) AskState(ctx context.Context, c nodes.Nodes, nodes []string) (backe
 		}
 		st.Members = append(st.Members, m)
 	}
-	return st, nil
+	return st
 }
 
 // memberRevision is the member's own revision, from its Status answer's

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
@@ -91,64 +90,38 @@ func statusVersion(ctx context.Context, endpoint string) (backends.ServerVersion
 // until they agree (a follower catching up), then each member's HashKV at
 // the lowest revision any reached; the token counter is that revision.
 func stateByAddress(ctx context.Context, endpoints []string) (backends.ServiceState, error) {
-	st := backends.ServiceState{Query: "Maintenance.Status, then Maintenance.HashKV at the lowest revision, on each endpoint"}
-	revs, errs := backends.Settle(ctx, endpoints, 4*time.Second, func(ctx context.Context, e string) (int64, error) {
-		cli, err := member(e)
-		if err != nil {
-			return 0, err
-		}
-		defer cli.Close()
-		ctx, cancel := context.WithTimeout(ctx, backends.AskTimeout)
-		defer cancel()
-		s, err := cli.Status(ctx, e)
-		if err != nil {
-			return 0, fmt.Errorf("%s: status: %w", e, err)
-		}
-		return s.Header.Revision, nil
-	}, func(revs []int64, errs []error) bool {
-		for i := range revs {
-			if errs[i] != nil || revs[i] != revs[0] {
-				return false
-			}
-		}
-		return true
-	})
-	low, lowNode := int64(-1), ""
-	for i, e := range endpoints {
-		if errs[i] == nil && (low < 0 || revs[i] < low) {
-			low, lowNode = revs[i], e
-		}
-	}
-	if low >= 0 {
-		st.Counters = []backends.Counter{{What: "the store's revision", Value: uint64(low), Node: lowNode}}
-	}
-	for i, e := range endpoints {
-		m := backends.MemberState{Node: e}
-		switch {
-		case errs[i] != nil:
-			m.Error = errs[i].Error()
-		default:
-			if m.State, m.Error = hashKV(ctx, e, low); m.Error == "" {
-				m.Detail = fmt.Sprintf("at revision %d", revs[i])
-			}
-		}
-		st.Members = append(st.Members, m)
-	}
-	return st, nil
+	return agreeAtLowestRevision(ctx, "Maintenance.Status, then Maintenance.HashKV at the lowest revision, on each endpoint", endpoints,
+		statusRevision, hashKV), nil
 }
 
-// hashKV is the member's HashKV at rev, as AskState words it, or why not.
-func hashKV(ctx context.Context, endpoint string, rev int64) (state, why string) {
+// statusRevision is the member's revision, from its Maintenance.Status.
+func statusRevision(ctx context.Context, endpoint string) (int64, error) {
 	cli, err := member(endpoint)
 	if err != nil {
-		return "", err.Error()
+		return 0, err
+	}
+	defer cli.Close()
+	ctx, cancel := context.WithTimeout(ctx, backends.AskTimeout)
+	defer cancel()
+	s, err := cli.Status(ctx, endpoint)
+	if err != nil {
+		return 0, fmt.Errorf("%s: status: %w", endpoint, err)
+	}
+	return s.Header.Revision, nil
+}
+
+// hashKV is the member's HashKV at rev, worded as AskState words it.
+func hashKV(ctx context.Context, endpoint string, rev int64) (string, error) {
+	cli, err := member(endpoint)
+	if err != nil {
+		return "", err
 	}
 	defer cli.Close()
 	ctx, cancel := context.WithTimeout(ctx, backends.AskTimeout)
 	defer cancel()
 	h, err := cli.HashKV(ctx, endpoint, rev)
 	if err != nil {
-		return "", fmt.Sprintf("%s: hashkv at revision %d: %v", endpoint, rev, err)
+		return "", fmt.Errorf("%s: hashkv at revision %d: %w", endpoint, rev, err)
 	}
-	return fmt.Sprintf("HashKV %#08x at revision %d (compacted at %d)", h.Hash, rev, h.CompactRevision), ""
+	return fmt.Sprintf("HashKV %#08x at revision %d (compacted at %d)", h.Hash, rev, h.CompactRevision), nil
 }
