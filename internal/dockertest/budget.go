@@ -32,8 +32,12 @@ import (
 var budgetGrace = time.Minute
 
 // endProcess ends the test process over a hung test: a panic, with every
-// goroutine's stack (as go test's own -timeout does).
+// goroutine's stack (as go test's own -timeout does), after every process
+// it started (a compile under way) is killed, so none outlives it.
 var endProcess = func(msg string) {
+	if n := killDescendants(); n > 0 {
+		msg += fmt.Sprintf(" (%d processes it had started killed first)", n)
+	}
 	debug.SetTraceback("all")
 	panic(msg)
 }
