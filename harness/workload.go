@@ -331,7 +331,7 @@ func (wl workload) finalReads(stop context.Context, firstProcess int) (int, erro
 		}
 		w := &worker{slot: 1, process: firstProcess + k, slots: 1, client: c, sys: sys, rec: wl.rec, cfg: cfg}
 		key := keyName(k)
-		acq, ok, _ := w.op(history.Event{F: history.Acquire, Key: key}, withStop(func(ctx context.Context) (history.Event, error) {
+		acq, ok := w.finalAcquire(stop, key, withStop(func(ctx context.Context) (history.Event, error) {
 			t, err := c.Acquire(ctx, key)
 			return history.Event{Token: t}, err
 		}))
@@ -359,6 +359,53 @@ func (wl workload) finalReads(stop context.Context, firstProcess int) (int, erro
 		cancel()
 	}
 	return read, nil
+}
+
+// finalAcquire takes a final read's lock on key. The final reads start
+// the moment the last fault is healed, and a server restarted by that
+// heal may not serve yet: a JetStream cluster whose power was cut needs
+// seconds to elect its leaders again, an etcd member to replay its log.
+// An acquire the service refused outright (fail: nothing was granted)
+// is tried again, each try an op of its own in the history, until one
+// is granted, one's outcome is unknown (info: the process is retired,
+// as in the workload), or finalReadWindow has passed since the first
+// try. Every fault healed before the workload ended had the nemesis
+// interval's rest before the next; without this, the last one had a
+// single try, and a run held to a grant after each crash
+// (--grant-after-each-crash) came out unknown only because its service
+// was not given the time the others were.
+func (w *worker) finalAcquire(stop context.Context, key string, acquire func(ctx context.Context) (history.Event, error)) (history.Event, bool) {
+	giveUp := time.Now().Add(finalReadWindow(w.cfg))
+	for {
+		acq, ok, info := w.op(history.Event{F: history.Acquire, Key: key}, acquire)
+		if ok || info || stop.Err() != nil {
+			return acq, ok
+		}
+		wait := min(finalRetryWait, time.Until(giveUp))
+		if wait <= 0 {
+			return acq, false
+		}
+		select {
+		case <-stop.Done():
+			return acq, false
+		case <-time.After(wait):
+		}
+	}
+}
+
+// finalRetryWait is the rest between a final read's refused acquire and
+// its next try: short beside a service's recovery, long enough that a
+// service refusing at once adds a few dozen ops to the history, not
+// thousands.
+const finalRetryWait = 250 * time.Millisecond
+
+// finalReadWindow is how long a final read keeps trying for its lock:
+// the time one try may take (the op timeout, and a lease left behind by
+// the workload's last holder running out) plus the rest the schedule
+// gives a healed fault before the next (--nemesis-interval), which is
+// the time the service is meant to need to serve again.
+func finalReadWindow(cfg *Config) time.Duration {
+	return cfg.OpTimeout + cfg.LeaseTTL + cfg.NemesisInterval
 }
 
 // directRead is a final read's client whose read fencecheck takes itself,
