@@ -109,6 +109,7 @@ func hostsLeftClean(t *testing.T, h *sshhosts.Fixture, id, etcd string) {
 	defer cancel()
 	script := `left=""
 for p in /proc/[0-9]*; do
+  [ "${p#/proc/}" = "$$" ] && continue
   c=$(tr '\0' ' ' < $p/cmdline 2>/dev/null)
   case "$c" in *` + nodes.BinaryPath + `*|*etcd-3.6*) left="$left process:${p#/proc/}:$c";; esac
 done
