@@ -201,7 +201,9 @@ func (s *dockerSystem) closeHosts(ctx context.Context) error {
 		}
 		if err := wipeHost(ctx, s.t.inv, h, files); err != nil {
 			errs = append(errs, err)
+			continue
 		}
+		s.logf("removed from %s: %s", h.Name, strings.Join(files, " "))
 	}
 	if len(kept) > 0 {
 		s.logf("left on %s (no wipe: true in %s): the check binary, the servers' programs, data and logs under %s and %s",

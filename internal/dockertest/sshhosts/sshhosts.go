@@ -67,10 +67,9 @@ type Host struct {
 
 // Options tune Start.
 type Options struct {
-	// Remove are paths deleted in every host before the test uses it:
-	// what the image carries that the hosts of the test must not have
-	// (the core image's compiled etcd, for a run that must install its
-	// own).
+	// Remove are paths the hosts' image carries that the hosts of the
+	// test must not have (the core image's compiled etcd, for a run that
+	// must install its own): removed in an image layer of their own.
 	Remove []string
 }
 
@@ -112,26 +111,10 @@ func Image(t testing.TB, cli *client.Client) string {
 				image.tag, image.err = tag, err
 				return
 			}
-			var ctxTar bytes.Buffer
-			tw := tar.NewWriter(&ctxTar)
-			tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg})
-			tw.Write([]byte(df))
-			tw.Close()
-			start := time.Now()
-			resp, err := cli.ImageBuild(ctx, &ctxTar, build.ImageBuildOptions{
-				Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true, Version: build.BuilderV1,
-				Labels: map[string]string{engine.LabelFencecheck + ".test-image": "sshhost"},
-			})
-			if err != nil {
+			if err := buildImage(ctx, t, cli, tag, df); err != nil {
 				image.err = err
 				return
 			}
-			defer resp.Body.Close()
-			if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, dockertest.LogWriter(t), 0, false, nil); err != nil {
-				image.err = fmt.Errorf("building %s: %w", tag, err)
-				return
-			}
-			t.Logf("built %s in %s", tag, time.Since(start).Round(time.Millisecond))
 			image.tag = tag
 		})
 	})
@@ -139,6 +122,55 @@ func Image(t testing.TB, cli *client.Client) string {
 		t.Fatalf("the test hosts' image: %v", image.err)
 	}
 	return image.tag
+}
+
+// buildImage builds the one-file Dockerfile df as tag.
+func buildImage(ctx context.Context, t testing.TB, cli *client.Client, tag, df string) error {
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df)), Typeflag: tar.TypeReg})
+	tw.Write([]byte(df))
+	tw.Close()
+	start := time.Now()
+	resp, err := cli.ImageBuild(ctx, &ctxTar, build.ImageBuildOptions{
+		Tags: []string{tag}, Dockerfile: "Dockerfile", Remove: true, ForceRemove: true, Version: build.BuilderV1,
+		Labels: map[string]string{engine.LabelFencecheck + ".test-image": "sshhost"},
+	})
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if err := jsonmessage.DisplayJSONMessagesStream(resp.Body, dockertest.LogWriter(t), 0, false, nil); err != nil {
+		return fmt.Errorf("building %s: %w", tag, err)
+	}
+	t.Logf("built %s in %s", tag, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// without is the hosts' image with paths removed in a layer of its own:
+// deleting them in a running container instead leaves the image's copy
+// underneath, which this machine's storage driver showed again once a
+// file written over it was removed (the run's wipe of its etcd brought
+// back the image's, mtime 1970, one inode in every container).
+func without(t testing.TB, cli *client.Client, base string, paths []string) string {
+	t.Helper()
+	df := fmt.Sprintf("FROM %s\nRUN rm -rf -- %s\n", base, strings.Join(paths, " "))
+	sum := sha256.Sum256([]byte(df))
+	tag := "fencecheck/test-sshhost:" + hex.EncodeToString(sum[:])[:12]
+	var err error
+	dockertest.OutsideBudget(t, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		var ok bool
+		if ok, err = engine.ImageExists(ctx, cli, tag); err != nil || ok {
+			return
+		}
+		err = buildImage(ctx, t, cli, tag, df)
+	})
+	if err != nil {
+		t.Fatalf("the test hosts' image without %v: %v", paths, err)
+	}
+	return tag
 }
 
 // Start starts one host container per entry of hosts on a network of the
@@ -149,6 +181,9 @@ func Start(t testing.TB, hosts []Host, opts Options) *Fixture {
 	t.Helper()
 	cli := dockertest.Engine(t, engine.Connect)
 	img := Image(t, cli)
+	if len(opts.Remove) > 0 {
+		img = without(t, cli, img, opts.Remove)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	f := &Fixture{ID: dockertest.TestID(), Cli: cli, IP: map[string]string{}, Container: map[string]string{}}
@@ -219,10 +254,10 @@ func Start(t testing.TB, hosts []Host, opts Options) *Fixture {
 		f.Container[name] = created.ID
 		names = append(names, name)
 	}
-	if len(opts.Remove) > 0 {
-		for _, n := range names {
-			if err := run(ctx, cli, f.Container[n], append([]string{"rm", "-rf", "--"}, opts.Remove...)); err != nil {
-				t.Fatalf("removing %v in %s: %v", opts.Remove, n, err)
+	for _, n := range names {
+		for _, p := range opts.Remove {
+			if out, err := f.Sh(ctx, n, "[ ! -e "+p+" ] || echo "+p); err != nil || strings.TrimSpace(out) != "" {
+				t.Fatalf("%s holds %s, which its image removed: %v", n, p, err)
 			}
 		}
 	}
@@ -289,35 +324,6 @@ func readFile(t testing.TB, cli *client.Client, id, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// run runs cmd in a container through the engine and waits for it to
-// exit 0.
-func run(ctx context.Context, cli *client.Client, id string, cmd []string) error {
-	ex, err := cli.ContainerExecCreate(ctx, id, container.ExecOptions{Cmd: cmd})
-	if err != nil {
-		return err
-	}
-	if err := cli.ContainerExecStart(ctx, ex.ID, container.ExecStartOptions{Detach: true}); err != nil {
-		return err
-	}
-	for {
-		in, err := cli.ContainerExecInspect(ctx, ex.ID)
-		if err != nil {
-			return err
-		}
-		if !in.Running {
-			if in.ExitCode != 0 {
-				return fmt.Errorf("%v: exit %d", cmd, in.ExitCode)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }
 
 // Sh runs script with sh in node's container through the engine (not
