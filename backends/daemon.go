@@ -124,3 +124,11 @@ func OnEachNode(nodes []string, fn func(i int, node string) error) error {
 // DataRoot holds every server's data in its node (each backend its own
 // directory under it).
 const DataRoot = "/var/lib/fencecheck"
+
+// BareInstaller is a DB that can run its servers on bare machines
+// (nodes.Bare: the user's own hosts over SSH), copying in every program
+// they run, and naming its peers by address. OnBare says whether this
+// DB's build can (nil) or why not.
+type BareInstaller interface {
+	OnBare() error
+}

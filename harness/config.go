@@ -117,6 +117,11 @@ type Config struct {
 	// Docker network the client containers also join to reach them.
 	Endpoints        []string
 	EndpointsNetwork string
+	// Hosts, when set, is the inventory file of the user's own hosts
+	// (--hosts, compose/sshnodes): the servers, the storage and the
+	// clients run there over SSH, installed by fencecheck, instead of
+	// in containers (hosts.go).
+	Hosts string
 	// ServerImage runs the lock service's servers from this image (the
 	// user's, following the official image's conventions; see
 	// registry.Info.ServerImage), in place of the node image's build.

@@ -54,6 +54,10 @@ type dockerSystem struct {
 	// cluster back to st.clusters after a clean run.
 	st      *runState
 	warmKey string
+	// hosts, on a run on the user's hosts (--hosts), are nodes as the
+	// SSH driver that records what it copied in (hosts.go); nil on
+	// Docker.
+	hosts *installedHosts
 }
 
 // NewClient starts an agent process in the slot's container: the
@@ -252,6 +256,9 @@ func (s *dockerSystem) keepStderr(who string, r io.Reader) {
 func (s *dockerSystem) Freezer() nemesis.Freezer { return nodeFreezer{s.nodes} }
 
 func (s *dockerSystem) Info() map[string]string {
+	if s.hosts != nil {
+		return s.hostsInfo()
+	}
 	info := map[string]string{"docker test id": s.nodes.ID(), "image": s.image, "docker cluster": "new"}
 	if s.st != nil && s.st.reused {
 		info["docker cluster"] = "warm: an earlier run's, its processes killed and its data removed before this run"
@@ -274,6 +281,9 @@ func (s *dockerSystem) Info() map[string]string {
 func (s *dockerSystem) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	if s.hosts != nil {
+		return s.closeHosts(ctx)
+	}
 	var errs []error
 	stuck := map[string]bool{}
 	for _, n := range s.nodes.All() {

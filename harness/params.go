@@ -66,6 +66,9 @@ func (t *Test) params(info map[string]string) []reports.Param {
 			reports.Param{Name: "client-hash", Value: cl.Hash()})
 	}
 	p = t.endpointParams(p)
+	if cfg.Hosts != "" {
+		p = append(p, reports.Param{Name: "hosts", Value: cfg.Hosts})
+	}
 	p = append(p, reports.Param{Name: "seed", Value: fmt.Sprint(cfg.Seed)})
 	for _, k := range sortedKeys(info) {
 		p = append(p, reports.Param{Name: k, Value: info[k]})

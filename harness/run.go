@@ -291,7 +291,11 @@ func (r *run) fail(err error) {
 // tears it down.
 func (r *run) setUpAndRun() {
 	cfg := &r.t.cfg
-	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, cfg.Cluster, cfg.Storage, r.t.fencingLabel())
+	where := string(cfg.Cluster)
+	if cfg.Hosts != "" {
+		where = "your hosts in " + cfg.Hosts
+	}
+	r.logf("setting up %s (%s, storage %s, fencing %s)", cfg.Backend, where, cfg.Storage, r.t.fencingLabel())
 	r.phase("setup")
 	sys, err := r.systemSetup().open(r.stop)
 	if err == nil && r.stop.Err() != nil {

@@ -50,6 +50,8 @@ func (s systemSetup) open(ctx context.Context) (System, error) {
 	switch {
 	case len(cfg.Endpoints) > 0:
 		return s.openEndpoints(ctx)
+	case cfg.Hosts != "":
+		return s.openHosts(ctx)
 	case cfg.Cluster == registry.ClusterInProcess && b.InProcess != nil:
 		return inProcess{b.InProcess(s.t.setup("")), cfg.LeaseCheck}, nil
 	case cfg.Cluster == registry.ClusterDocker:

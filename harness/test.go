@@ -9,6 +9,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/fenced"
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/clientdir"
+	"github.com/fencecheck/fencecheck/compose/sshnodes"
 	"github.com/fencecheck/fencecheck/internal/usage"
 	"github.com/fencecheck/fencecheck/lockclient"
 	"github.com/fencecheck/fencecheck/nemesis"
@@ -46,6 +47,9 @@ type Test struct {
 	faults nemesis.Settings
 	// servers is how many lock servers the backend runs (Servers).
 	servers int
+	// inv is --hosts read and cut to the hosts the run uses (checkHosts),
+	// nil without it.
+	inv *sshnodes.Inventory
 	// outputs are where the run reports beyond its store (WithOutputs).
 	outputs Outputs
 	// outputsChecked: checkOutputs passed for cfg's store, name and

@@ -23,6 +23,9 @@ func (t *Test) validate() error {
 	if err := t.checkEndpoints(); err != nil {
 		return err
 	}
+	if err := t.checkHosts(); err != nil {
+		return err
+	}
 	if err := t.validateService(); err != nil {
 		return err
 	}

@@ -213,6 +213,9 @@ func (p *Partition) Start(ctx context.Context, rng *rand.Rand) ([]string, error)
 // against, by the peer's address.
 func (p *Partition) apply(ctx context.Context, g Grudge) error {
 	nodes := sortedKeys(g)
+	if pt, ok := p.Cluster.(nodesPartitioner); ok {
+		return p.applyByDriver(ctx, pt, g, nodes)
+	}
 	scripts := map[string]string{}
 	for _, n := range nodes {
 		var b strings.Builder
@@ -244,6 +247,28 @@ func (p *Partition) apply(ctx context.Context, g Grudge) error {
 	return nil
 }
 
+// nodesPartitioner is a driver that makes partitions itself
+// (nodes.Partitioner: hosts over SSH, in a chain of the test's own whose
+// first rule accepts the control machine).
+type nodesPartitioner = nodes.Partitioner
+
+// applyByDriver installs g through the driver's own partitions: on each
+// node, the peers it holds a grudge against dropped by name.
+func (p *Partition) applyByDriver(ctx context.Context, pt nodesPartitioner, g Grudge, order []string) error {
+	p.mu.Lock()
+	p.touched = appendOnce(p.touched, order...)
+	p.mu.Unlock()
+	// As with the rules in the nodes: the cut runs to its end even on an
+	// interrupt, so that the heal never runs before it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	err := eachNode(order, func(n string) error { return pt.DropFrom(ctx, n, g[n]...) })
+	if err != nil {
+		return fmt.Errorf("%s: installing the rules: %w", p.Label, err)
+	}
+	return nil
+}
+
 // ensureChain creates chain if missing and jumps to it first from hook.
 func ensureChain(chain, hook string) string {
 	return fmt.Sprintf("{ iptables -w -N %[1]s 2>/dev/null || true; } && "+
@@ -263,6 +288,12 @@ func (p *Partition) Stop(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	left, err := healEach(p.touched, eachNode, func(n string) error {
+		if pt, ok := p.Cluster.(nodesPartitioner); ok {
+			if err := pt.HealPartition(ctx, n); err != nil {
+				return fmt.Errorf("%s: healing %s: %w", p.Label, n, err)
+			}
+			return nil
+		}
 		if _, err := scriptPatiently(ctx, p.Cluster, n, flushChain(FenceChain), healPatience); err != nil {
 			return fmt.Errorf("%s: healing %s: %w", p.Label, n, err)
 		}

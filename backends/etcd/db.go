@@ -75,6 +75,19 @@ type DB struct {
 	image                     string // the user's server image (--server-image), "" for the node image's etcd
 	nodes                     []string
 	ips                       map[string]string
+	// hosts is what a member writes to reach each server (by node name):
+	// the name on Docker, the peer address on bare hosts, where nothing
+	// resolves n1 (nodes.PeerHost).
+	hosts map[string]string
+}
+
+// host is what the members and clients write for node: its name, or its
+// address on bare hosts.
+func (d *DB) host(node string) string {
+	if h, ok := d.hosts[node]; ok {
+		return h
+	}
+	return node
 }
 
 // binary is the server's path in the nodes: the failpoint build's when
@@ -128,7 +141,21 @@ func (d *DB) Setup(ctx context.Context, c nodes.Nodes, servers []string) error {
 		return err
 	}
 	d.ips = ips
-	if d.compiled() && d.image == "" {
+	d.hosts = map[string]string{}
+	for _, n := range servers {
+		if d.hosts[n], err = nodes.PeerHost(c, n); err != nil {
+			return err
+		}
+	}
+	bare := nodes.IsBare(c)
+	if bare {
+		if err := d.OnBare(); err != nil {
+			return err
+		}
+	}
+	// On bare hosts every build is copied in, the node image's own 3.6
+	// too: the same compiled binary the image carries.
+	if (d.compiled() || bare) && d.image == "" {
 		if err := d.copyBinary(ctx, c, servers); err != nil {
 			return err
 		}
@@ -168,7 +195,7 @@ func (d *DB) copyBinary(ctx context.Context, c nodes.Nodes, nodes []string) erro
 func (d *DB) Endpoints() []string {
 	var out []string
 	for _, n := range d.nodes {
-		out = append(out, fmt.Sprintf("http://%s:%d", n, ClientPort))
+		out = append(out, fmt.Sprintf("http://%s:%d", d.host(n), ClientPort))
 	}
 	return out
 }
@@ -185,15 +212,15 @@ const ImageDataDir = "/var/lib/etcd/fencecheck"
 func (d *DB) config(node, dataDir string) [][2]string {
 	var peers []string
 	for _, n := range d.nodes {
-		peers = append(peers, fmt.Sprintf("%s=http://%s:%d", n, n, PeerPort))
+		peers = append(peers, fmt.Sprintf("%s=http://%s:%d", n, d.host(n), PeerPort))
 	}
 	cfg := [][2]string{
 		{"name", node},
 		{"data-dir", dataDir},
 		{"listen-client-urls", fmt.Sprintf("http://0.0.0.0:%d", ClientPort)},
-		{"advertise-client-urls", fmt.Sprintf("http://%s:%d", node, ClientPort)},
+		{"advertise-client-urls", fmt.Sprintf("http://%s:%d", d.host(node), ClientPort)},
 		{"listen-peer-urls", fmt.Sprintf("http://0.0.0.0:%d", PeerPort)},
-		{"initial-advertise-peer-urls", fmt.Sprintf("http://%s:%d", node, PeerPort)},
+		{"initial-advertise-peer-urls", fmt.Sprintf("http://%s:%d", d.host(node), PeerPort)},
 		{"initial-cluster", strings.Join(peers, ",")},
 		{"initial-cluster-state", "new"},
 		{"initial-cluster-token", "fencecheck-" + d.TestID},
@@ -368,4 +395,16 @@ func parseVersion(node, body string) (backends.ServerVersion, error) {
 		return backends.ServerVersion{}, fmt.Errorf("%s: /version answered %q", node, tailOf(body, 200))
 	}
 	return backends.ServerVersion{Answer: body, Version: v.Server}, nil
+}
+
+// OnBare says whether the servers can run on bare hosts: every compiled
+// build can (copied in); Debian's 3.4 lives only in the node image.
+func (d *DB) OnBare() error {
+	if d.image != "" {
+		return fmt.Errorf("--server-image runs etcd from an image, which needs Docker nodes")
+	}
+	if d.Version == "3.4" {
+		return fmt.Errorf("etcd 3.4 is Debian's package, which fencecheck puts only in its node image: on hosts it copies in an etcd it compiled (--server-version %s, 3.5, 3.7 or an exact release such as 3.5.4)", images.EtcdImageVersion)
+	}
+	return nil
 }

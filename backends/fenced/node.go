@@ -22,5 +22,11 @@ func StartNode(ctx context.Context, c nodes.Nodes, mode Mode) (string, error) {
 		[]string{nodes.BinaryPath, "probe", fmt.Sprintf("http://127.0.0.1:%d/health", Port)}, 30*time.Second); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("http://%s:%d", node, Port), nil
+	// Docker's network knows the node as storage; on bare hosts the
+	// clients reach it by its address.
+	host, err := nodes.PeerHost(c, node)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("http://%s:%d", host, Port), nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/fencecheck/fencecheck/backends/registry"
 	"github.com/fencecheck/fencecheck/compose/engine"
 	"github.com/fencecheck/fencecheck/compose/images"
+	"github.com/fencecheck/fencecheck/compose/sshnodes"
 	"github.com/fencecheck/fencecheck/harness"
 	"github.com/fencecheck/fencecheck/internal/words"
 )
@@ -201,15 +202,18 @@ func newClusterCmd() *cobra.Command {
 	up.Flags().IntVar(&clients, "clients", 2, "client nodes")
 	up.Flags().StringVar(&id, "id", "manual", "the test id the objects are labelled with")
 
-	var downID string
+	var downID, downHosts string
 	down := &cobra.Command{
 		Use:     "down",
 		Short:   "Remove every container, network and volume of fencecheck tests (or of one test)",
-		Example: "  check cluster down            # every leftover\n  check cluster down --id manual",
+		Example: "  check cluster down            # every leftover\n  check cluster down --id manual\n  check cluster down --id etcd-231502.120 --hosts hosts.yaml",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Minute)
 			defer cancel()
+			if downHosts != "" {
+				return downOnHosts(ctx, cmd, downHosts, downID)
+			}
 			cli, err := engine.Connect(ctx)
 			if err != nil {
 				return failed(err)
@@ -223,6 +227,7 @@ func newClusterCmd() *cobra.Command {
 		},
 	}
 	down.Flags().StringVar(&downID, "id", "", "only this test's objects")
+	down.Flags().StringVar(&downHosts, "hosts", "", "with --id, heal the hosts of this inventory file after a run on them (--hosts) that did not end: the test's processes killed, its iptables chain and directories removed")
 
 	status := &cobra.Command{
 		Use:     "status",
@@ -318,4 +323,21 @@ func localImageExamples() string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// downOnHosts heals the hosts of the inventory file after test id
+// (sshnodes.DownByID): a run on hosts whose harness never came back.
+func downOnHosts(ctx context.Context, cmd *cobra.Command, file, id string) error {
+	if id == "" {
+		return usageErr("--hosts needs --id: the test whose hosts to heal (its check.log names it; every host's /run/fencecheck/ holds one directory per test)")
+	}
+	inv, err := sshnodes.Load(file)
+	if err != nil {
+		return usageErr("--hosts: %v", err)
+	}
+	if err := sshnodes.DownByID(ctx, inv, id); err != nil {
+		return failed(err)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "healed %s after test %s\n", words.Plural(len(inv.Hosts), "host"), id)
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 // its endpoints").
 func addEndpointsFlags(f *pflag.FlagSet, cfg *harness.Config) {
 	f.Var((*endpointsValue)(&cfg.Endpoints), "endpoints", "test your own lock service, already running, by its client addresses, comma-separated (etcd: http://etcd-1:2379,…; zookeeper: zk-1:2181,…): fencecheck starts no server and touches none, its storage and clients run in containers, and only the faults that need no access to the servers are accepted (none, pause, pause-holder, partition-client, partition-client-storage; docs/real-nodes.md)")
+	f.StringVar(&cfg.Hosts, "hosts", "", "run the test on your own hosts over SSH, named in this inventory file (servers, storage, clients; docs/real-nodes.md): fencecheck installs the servers and its agents there instead of in containers; etcd so far, with the faults built over SSH (none, pause, pause-holder, pause-server, pause-leader, pause-all, kill, kill-leader, the partitions)")
 	f.StringVar(&cfg.EndpointsNetwork, "endpoints-network", "", "with --endpoints, an existing Docker network the client containers also join, so that a service running in containers on this engine (a docker-compose cluster) is reached by its container names; without it they reach the endpoints as any container reaches an outside address")
 }
 

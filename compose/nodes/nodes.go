@@ -206,3 +206,49 @@ func ImageServersOf(n Nodes) (ImageServers, error) {
 type FSLayerer interface {
 	StartFSLayer(ctx context.Context, node string, cmd, ready []string, timeout time.Duration) error
 }
+
+// Bare is a driver whose machines carry nothing of the node image (the
+// user's own hosts over SSH): no server fencecheck compiled, no Debian
+// package it installed, and no name service that knows n1 or storage. A
+// backend on it copies in every program its servers run, and names a
+// peer by its address (PeerHost).
+type Bare interface {
+	// Bare says the machines are bare; its value is always true.
+	Bare() bool
+}
+
+// IsBare reports whether n's machines are bare (see Bare).
+func IsBare(n Nodes) bool {
+	b, ok := n.(Bare)
+	return ok && b.Bare()
+}
+
+// PeerHost is what one machine of n writes to reach the node name: the
+// name itself where the driver's network resolves it (Docker's embedded
+// DNS), the node's peer address where it does not (a bare driver). An
+// unknown node is an error naming it.
+func PeerHost(n Nodes, name string) (string, error) {
+	if !IsBare(n) {
+		return name, nil
+	}
+	node, err := n.Node(name)
+	if err != nil {
+		return "", err
+	}
+	if node.IP == "" {
+		return "", errors.New("node " + name + " has no peer address")
+	}
+	return node.IP, nil
+}
+
+// Partitioner is a driver that cuts a node off from its peers itself, in
+// a place of its own (hosts over SSH: an iptables chain of the test's
+// own, whose first rule accepts the control machine, so that a partition
+// never cuts fencecheck off from its hosts), instead of the partition
+// fault's rules inside the node. DropFrom drops, on node, every packet
+// from the peers named (node names); HealPartition undoes every DropFrom
+// of node and is idempotent.
+type Partitioner interface {
+	DropFrom(ctx context.Context, node string, peers ...string) error
+	HealPartition(ctx context.Context, node string) error
+}

@@ -2,6 +2,7 @@ package sshnodes
 
 import (
 	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,7 @@ func (h *host) copyTo(ctx context.Context, dstPath string, content []byte, mode 
 	script := fmt.Sprintf(`[ -d %[1]s ] || { echo %[4]s >&2; exit 3; }
 cat > %[2]s && chmod %[5]o %[2]s && mv -f %[2]s %[3]s || { rm -f %[2]s; exit 1; }
 `, q.Quote(dir), q.Quote(tmp), q.Quote(dst), q.Quote("directory "+dir+" does not exist"), mode&0o7777)
-	res, err := h.run(ctx, h.rootLine(script, nil), strings.NewReader(string(content)))
+	res, err := h.run(ctx, h.rootLine(script, nil), bytes.NewReader(content))
 	if err != nil {
 		return fmt.Errorf("copy to %s:%s: %w", h.Name, dstPath, err)
 	}

@@ -583,3 +583,65 @@ func DownByID(ctx context.Context, inv *Inventory, testID string) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Bare: a host carries nothing of the node image, and no name service
+// there knows n1 or storage (nodes.Bare).
+func (hs *Hosts) Bare() bool { return true }
+
+var (
+	_ nodes.Bare        = (*Hosts)(nil)
+	_ nodes.Partitioner = (*Hosts)(nil)
+)
+
+// Remove deletes paths (files or directories, absolute, none of them /)
+// on every host of inv, over logins of its own: the harness removes what
+// it installed on hosts the inventory lets it wipe, once Down has killed
+// every process that held them. Each host refused is named; a host of
+// inv that is not wipe: true is refused before anything is removed.
+func Remove(ctx context.Context, inv *Inventory, paths []string) error {
+	for _, p := range paths {
+		if !strings.HasPrefix(p, "/") || strings.Trim(p, "/") == "" || strings.Contains(p, "..") {
+			return fmt.Errorf("remove %q: not an absolute path below /", p)
+		}
+	}
+	for _, h := range inv.Hosts {
+		if !h.Wipe {
+			return fmt.Errorf("%s: wipe is not true: fencecheck removes nothing there", h.label())
+		}
+	}
+	clients, err := dialAll(ctx, inv)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	script := "rm -rf -- " + q.Join(paths)
+	var errs []error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, entry := range inv.Hosts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h := &host{Host: entry, client: clients[i]}
+			res, err := h.run(ctx, `id -u`, nil)
+			if err == nil {
+				h.root = strings.TrimSpace(res.Stdout) == "0"
+				res, err = h.runRoot(ctx, script, nil)
+			}
+			if err == nil && res.ExitCode != 0 {
+				err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("removing %s on %s: %w", strings.Join(paths, " "), entry.label(), err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

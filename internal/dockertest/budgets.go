@@ -88,6 +88,7 @@ var Budgets = map[string]time.Duration{
 	"TestDockerEtcdFencedUnderLeaderKillAndRingIsValidAndRecovers":               oneRun,
 	"TestDockerEtcdFromShellLessImage":                                           severalRuns, // three runs
 	"TestDockerEtcdByEndpoints":                                                  severalRuns, // a hand-started etcd, three runs (one refused)
+	"TestDockerEtcdOnSSHHosts":                                                   severalRuns, // seven sshd containers, three etcd runs installed on them (pause-holder twice, kill and a partition): measured below
 	"TestDockerEtcdGuardedTransactionUnderHolderPauseIsValid":                    oneRun,
 	"TestDockerEtcdLockRPCFencedUnderHolderPauseIsValid":                         oneRun,
 	"TestDockerEtcdLockRPCFencedUnderPartitionsAndKillsIsValid":                  oneRun,
