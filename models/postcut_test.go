@@ -121,3 +121,28 @@ func TestPowerCutsCountGrantsOnlyAfterThePowerWent(t *testing.T) {
 		t.Fatalf("a grant before the power went made the cut proven: %+v", res)
 	}
 }
+
+// power-loss-majority is a power fault like the others: its cuts are
+// counted with their drops, and a run that granted nothing after them is
+// unknown. It was missing from powerFaults, so such a run had no
+// power_cuts at all and stayed valid with nothing granted after a cut.
+func TestPowerCutsOfAMajorityAreCounted(t *testing.T) {
+	if !PowerFault("power-loss-majority") {
+		t.Fatal("power-loss-majority is not a power fault")
+	}
+	ops := []history.Op{cutGrant("k0", 1, 1e9, 2e9)}
+	faults := []history.Fault{{F: "power-loss-majority", Nodes: []string{"n1", "n3"}, Start: 5e9, End: 8e9}}
+	drops := []Drop{{Fault: "power-loss-majority", Nodes: []string{"n1", "n3"}, Files: 2, Bytes: 8192, Went: 5.1e9}}
+	p := CountPowerCuts(ops, faults, []string{"power-loss-majority"}, drops)
+	if p == nil || p.Made != 1 || p.DroppedBytes != 8192 || p.PostCutGrants != 0 {
+		t.Fatalf("a majority's cut: %+v", p)
+	}
+	res := Result{Verdict: Valid}.WithPowerCuts(p)
+	if res.Verdict != Unknown || !strings.Contains(res.Explanation, "the service granted nothing after the cut at 5.00 s (power-loss-majority on n1 and n3)") {
+		t.Fatalf("no grant after a majority's cut: %s %q", res.Verdict, res.Explanation)
+	}
+	after := CountPowerCuts(append(ops, cutGrant("k0", 2, 9e9, 9.5e9)), faults, []string{"power-loss-majority"}, drops)
+	if res := (Result{Verdict: Valid}).WithPowerCuts(after); res.Verdict != Valid || after.PostCutGrants != 1 {
+		t.Fatalf("a grant after a majority's cut: %s %+v", res.Verdict, after)
+	}
+}
