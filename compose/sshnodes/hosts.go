@@ -546,6 +546,18 @@ func DownByID(ctx context.Context, inv *Inventory, testID string) error {
 	if !validID.MatchString(testID) {
 		return fmt.Errorf("test id %q: want letters, digits, '.', '_' and '-', at most 64, from a letter or digit", testID)
 	}
+	d := q.Quote(runDir(testID))
+	script := fmt.Sprintf("if [ -f %[1]s/heal.sh ]; then /bin/sh %[1]s/heal.sh down || exit 1; fi\n%[2]s", d, healChainScript(ChainName(testID)))
+	return rootOnEveryHost(ctx, inv, testID, script, func(h Host) string {
+		return fmt.Sprintf("healing %s after test %s", h.label(), testID)
+	})
+}
+
+// rootOnEveryHost runs script as root on every host of inv at once, over
+// logins of its own (a process that did not open the hosts: DownByID,
+// Remove), and names every host where it could not run or failed, each
+// as what says.
+func rootOnEveryHost(ctx context.Context, inv *Inventory, testID, script string, what func(Host) string) error {
 	clients, err := dialAll(ctx, inv)
 	if err != nil {
 		return err
@@ -555,8 +567,6 @@ func DownByID(ctx context.Context, inv *Inventory, testID string) error {
 			c.Close()
 		}
 	}()
-	d := q.Quote(runDir(testID))
-	script := fmt.Sprintf("if [ -f %[1]s/heal.sh ]; then /bin/sh %[1]s/heal.sh down || exit 1; fi\n%[2]s", d, healChainScript(ChainName(testID)))
 	var errs []error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -575,7 +585,7 @@ func DownByID(ctx context.Context, inv *Inventory, testID string) error {
 			}
 			if err != nil {
 				mu.Lock()
-				errs = append(errs, fmt.Errorf("healing %s after test %s: %w", entry.label(), testID, err))
+				errs = append(errs, fmt.Errorf("%s: %w", what(entry), err))
 				mu.Unlock()
 			}
 		}()
@@ -609,39 +619,7 @@ func Remove(ctx context.Context, inv *Inventory, paths []string) error {
 			return fmt.Errorf("%s: wipe is not true: fencecheck removes nothing there", h.label())
 		}
 	}
-	clients, err := dialAll(ctx, inv)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		for _, c := range clients {
-			c.Close()
-		}
-	}()
-	script := "rm -rf -- " + q.Join(paths)
-	var errs []error
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i, entry := range inv.Hosts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h := &host{Host: entry, client: clients[i]}
-			res, err := h.run(ctx, `id -u`, nil)
-			if err == nil {
-				h.root = strings.TrimSpace(res.Stdout) == "0"
-				res, err = h.runRoot(ctx, script, nil)
-			}
-			if err == nil && res.ExitCode != 0 {
-				err = fmt.Errorf("exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
-			}
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("removing %s on %s: %w", strings.Join(paths, " "), entry.label(), err))
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return rootOnEveryHost(ctx, inv, "", "rm -rf -- "+q.Join(paths), func(h Host) string {
+		return fmt.Sprintf("removing %s on %s", strings.Join(paths, " "), h.label())
+	})
 }
