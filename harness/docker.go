@@ -284,21 +284,7 @@ func (s *dockerSystem) Close(ctx context.Context) error {
 	if s.hosts != nil {
 		return s.closeHosts(ctx)
 	}
-	var errs []error
-	stuck := map[string]bool{}
-	for _, n := range s.nodes.All() {
-		if err := s.nodes.Unpause(ctx, n.Name); err != nil {
-			stuck[n.Name] = true
-			errs = append(errs, fmt.Errorf("could not resume %s: %w", n.Name, err))
-		}
-	}
-	paths := map[string][]string{}
-	for _, n := range s.nodes.All() {
-		paths[n.Name] = append([]string{backends.LogDir}, s.db.LogFiles()...)
-	}
-	if err := s.nodes.CollectLogsExcept(ctx, s.dir.Logs(), paths, stuck); err != nil {
-		s.logf("collecting logs: %v", err)
-	}
+	errs := s.resumeAndCollectLogs(ctx)
 	if s.warmKey != "" && s.st.keepWarm && len(errs) == 0 {
 		if kept, evicted := s.st.clusters.give(s.warmKey, s.cluster); kept {
 			s.st.pooled = true
@@ -349,3 +335,28 @@ type nodeFreezer struct{ n nodes.Nodes }
 
 func (f nodeFreezer) Freeze(ctx context.Context, node string) error { return f.n.Pause(ctx, node) }
 func (f nodeFreezer) Thaw(ctx context.Context, node string) error   { return f.n.Unpause(ctx, node) }
+
+// resumeAndCollectLogs is how every run ends on its machines, containers
+// or hosts: every node resumed (a frozen one named in the errors), then
+// the logs of each node that could be copied from.
+func (s *dockerSystem) resumeAndCollectLogs(ctx context.Context) []error {
+	var errs []error
+	stuck := map[string]bool{}
+	for _, n := range s.nodes.All() {
+		if err := s.nodes.Unpause(ctx, n.Name); err != nil {
+			stuck[n.Name] = true
+			errs = append(errs, fmt.Errorf("could not resume %s: %w", n.Name, err))
+		}
+	}
+	paths := map[string][]string{}
+	for _, n := range s.nodes.All() {
+		paths[n.Name] = []string{backends.LogDir}
+		if s.db != nil {
+			paths[n.Name] = append(paths[n.Name], s.db.LogFiles()...)
+		}
+	}
+	if err := s.nodes.CollectLogsExcept(ctx, s.dir.Logs(), paths, stuck); err != nil {
+		s.logf("collecting logs: %v", err)
+	}
+	return errs
+}

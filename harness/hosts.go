@@ -167,24 +167,7 @@ func (s *dockerSystem) installHosts(ctx context.Context, binPath string, bin []b
 // fencecheck wipe, every file it copied in and the servers' data and
 // logs removed.
 func (s *dockerSystem) closeHosts(ctx context.Context) error {
-	var errs []error
-	stuck := map[string]bool{}
-	for _, n := range s.nodes.All() {
-		if err := s.nodes.Unpause(ctx, n.Name); err != nil {
-			stuck[n.Name] = true
-			errs = append(errs, fmt.Errorf("could not resume %s: %w", n.Name, err))
-		}
-	}
-	paths := map[string][]string{}
-	for _, n := range s.nodes.All() {
-		paths[n.Name] = []string{backends.LogDir}
-		if s.db != nil {
-			paths[n.Name] = append(paths[n.Name], s.db.LogFiles()...)
-		}
-	}
-	if err := s.nodes.CollectLogsExcept(ctx, s.dir.Logs(), paths, stuck); err != nil {
-		s.logf("collecting logs: %v", err)
-	}
+	errs := s.resumeAndCollectLogs(ctx)
 	// The heal first: the processes that hold the files are gone then.
 	if err := s.hosts.Down(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("healing the hosts: %w (heal them with: check cluster down --id %s --hosts %s)", err, s.hosts.ID(), s.t.inv.Path))
